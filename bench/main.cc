@@ -1,0 +1,332 @@
+// nccl-lamport-bench: stock NCCL (pncclAllReduce) against nccl-lamport (ncclAllReduce through the
+// interposer) in one run, one process per local GPU, eager and CUDA-graph timing, correctness
+// against an fp64 reference. This file: options, orchestration, output. The parent process never
+// initialises CUDA or NCCL (every rank is a forked child, see rank_launcher.h).
+#include <CLI/CLI.hpp>
+#include <nccl.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "bench/bench_options.h"
+#include "bench/rank_body.h"
+#include "bench/rank_launcher.h"
+#include "bench/rank_results.h"
+#include "bench/report.h"
+
+#ifndef NCCL_LAMPORT_VERSION
+#define NCCL_LAMPORT_VERSION "unknown"
+#endif
+#ifndef NCCL_LAMPORT_BENCH_SOURCE_DIR
+#define NCCL_LAMPORT_BENCH_SOURCE_DIR ""
+#endif
+
+namespace nccl_lamport::bench {
+namespace {
+
+constexpr int kExitFailed = 1;  // a check failed or a rank failed
+constexpr int kExitUsage = 2;   // bad options, or nothing to run on
+
+struct OptionText {
+  std::string minBytes = "8";
+  std::string maxBytes = "16M";
+  std::string dtype = "bf16";
+  std::string op = "sum";
+  std::string mode = "both";
+};
+
+// Returns -1 when the run should go on, else the exit status.
+int parseCommandLine(int argc, char** argv, BenchOptions* opt) {
+  OptionText text;
+  CLI::App app{"nccl-lamport-bench: small-allreduce latency of stock NCCL against nccl-lamport,\n"
+               "one process per GPU, eager and CUDA-graph timing, checked against fp64.\n"
+               "Times are medians over reps, then the max over ranks, in us per call."};
+  app.set_version_flag("--version", std::string("nccl-lamport-bench ") + NCCL_LAMPORT_VERSION);
+  app.add_option("--gpus", opt->gpus, "ranks = GPUs to use, one process each (0 = all local GPUs)")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  app.add_option("--min-bytes", text.minBytes, "smallest message, bytes (K/M/G suffixes: 1K = 1024)")
+      ->type_name("BYTES")
+      ->capture_default_str();
+  app.add_option("--max-bytes", text.maxBytes, "largest message, bytes (K/M/G suffixes)")
+      ->type_name("BYTES")
+      ->capture_default_str();
+  app.add_option("--step-factor", opt->stepFactor, "each size is the previous one times this")
+      ->capture_default_str();
+  app.add_option("--dtype", text.dtype, "datatype")->type_name("bf16|fp16|fp32")->capture_default_str();
+  app.add_option("--op", text.op, "reduction")->type_name("sum|avg")->capture_default_str();
+  app.add_option("--iters", opt->iters, "eager: back-to-back calls per timed repetition")
+      ->check(CLI::Range(1, 10000000))
+      ->capture_default_str();
+  app.add_option("--warmup", opt->warmup, "untimed calls per path and size before timing")
+      ->check(CLI::Range(0, 10000000))
+      ->capture_default_str();
+  app.add_option("--reps", opt->reps, "timed repetitions; the median is reported")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app.add_option("--graph-calls", opt->graphCalls, "graph: allreduce calls captured in one CUDA graph")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app.add_option("--graph-replays", opt->graphReplays, "graph: launches of the graph per timed repetition")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app.add_option("--mode", text.mode, "timing modes to run")->type_name("eager|graph|both")->capture_default_str();
+  app.add_flag("--check,!--no-check", opt->check,
+               "compare both paths with an fp64 reference on poisoned outputs (default on)");
+  app.add_option("--seed", opt->seed, "input seed (0 = from the clock; printed, to repeat a run)")
+      ->capture_default_str();
+  app.add_option("--timeout", opt->timeoutSeconds, "seconds the whole run may take; ranks still "
+                 "running then are killed")
+      ->check(CLI::Range(1.0, 1e7))
+      ->capture_default_str();
+  app.add_option("--csv", opt->csvPath, "also write the table as CSV to FILE")->type_name("FILE");
+  app.add_option("--json", opt->jsonPath, "also write every number, the metadata and the command line as JSON to FILE")
+      ->type_name("FILE");
+  app.add_option("--plot", opt->plotPath, "also draw a PNG to FILE (runs plot_results.py; needs python3 + matplotlib)")
+      ->type_name("FILE");
+  app.add_flag("-v,--verbose", opt->verbose, "rank 0 reports each finished size on stderr");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : kExitUsage;
+  }
+  auto bad = [](const std::string& why) {
+    std::fprintf(stderr, "nccl-lamport-bench: %s (see --help)\n", why.c_str());
+    return kExitUsage;
+  };
+  if (!parseBytes(text.minBytes, &opt->minBytes)) return bad("--min-bytes: not a byte count: " + text.minBytes);
+  if (!parseBytes(text.maxBytes, &opt->maxBytes)) return bad("--max-bytes: not a byte count: " + text.maxBytes);
+  if (!parseDType(text.dtype, &opt->dtype)) return bad("--dtype must be bf16, fp16 or fp32, not " + text.dtype);
+  if (!parseReduceOp(text.op, &opt->op)) return bad("--op must be sum or avg, not " + text.op);
+  if (!parseTimingMode(text.mode, &opt->mode)) return bad("--mode must be eager, graph or both, not " + text.mode);
+  return -1;
+}
+
+std::string readDriverRelease() {
+  std::ifstream in("/proc/driver/nvidia/version");
+  std::string line;
+  if (!std::getline(in, line)) return "";
+  const size_t at = line.find("Kernel Module");
+  if (at == std::string::npos) return "";
+  size_t begin = line.find_first_not_of(' ', at + 13);
+  if (begin == std::string::npos) return "";
+  const size_t end = line.find(' ', begin);
+  return line.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+}
+
+std::string utcNow() {
+  const time_t now = time(nullptr);
+  struct tm tmUtc {};
+  gmtime_r(&now, &tmUtc);
+  char text[32];
+  strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tmUtc);
+  return text;
+}
+
+std::string hostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
+  return name;
+}
+
+bool writeFile(const std::string& path, const std::string& content, const char* what) {
+  std::ofstream out(path);
+  out << content;
+  out.close();
+  if (!out) {
+    std::fprintf(stderr, "nccl-lamport-bench: could not write the %s file %s\n", what, path.c_str());
+    return false;
+  }
+  return true;
+}
+
+std::string executableDir() {
+  char path[4096];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (n <= 0) return ".";
+  path[n] = '\0';
+  std::string dir(path);
+  const size_t slash = dir.rfind('/');
+  return slash == std::string::npos ? "." : dir.substr(0, slash);
+}
+
+std::string findPlotScript() {
+  const std::string exeDir = executableDir();
+  const std::string candidates[] = {
+      exeDir + "/plot_results.py",
+      exeDir + "/../share/nccl-lamport/plot_results.py",
+      std::string(NCCL_LAMPORT_BENCH_SOURCE_DIR) + "/plot_results.py",
+  };
+  for (const std::string& path : candidates) {
+    if (access(path.c_str(), R_OK) == 0) return path;
+  }
+  return "";
+}
+
+// Draws the PNG from the JSON with plot_results.py. False (with a message) when it cannot.
+bool runPlot(const std::string& jsonPath, const std::string& pngPath) {
+  const std::string script = findPlotScript();
+  if (script.empty()) {
+    std::fprintf(stderr, "nccl-lamport-bench: --plot: plot_results.py not found next to the "
+                         "executable; no plot written\n");
+    return false;
+  }
+  if (std::system("python3 -c 'import matplotlib' >/dev/null 2>&1") != 0) {
+    std::fprintf(stderr, "nccl-lamport-bench: --plot needs python3 with matplotlib, which is not "
+                         "available here; no plot written (run %s later on the JSON)\n",
+                 script.c_str());
+    return false;
+  }
+  const std::string command = shellJoin({"python3", script, jsonPath, "--output", pngPath});
+  if (std::system(command.c_str()) != 0) {
+    std::fprintf(stderr, "nccl-lamport-bench: --plot: '%s' failed\n", command.c_str());
+    return false;
+  }
+  std::printf("# plot written to %s\n", pngPath.c_str());
+  return true;
+}
+
+std::string describeRankFailures(const RankLaunch& launch, const std::vector<const RankSlot*>& slots,
+                                 double timeoutSeconds) {
+  std::string text;
+  for (size_t r = 0; r < launch.exits.size(); ++r) {
+    const RankExit& e = launch.exits[r];
+    const RankHeader& h = slots[r]->header;
+    std::string line;
+    if (e.timedOut) {
+      line = "timed out after " + std::to_string(static_cast<int>(timeoutSeconds)) +
+             " s and was killed (last phase: " + std::string(h.phase[0] != '\0' ? h.phase : "start") + ")";
+    } else if (e.exitCode > 128) {
+      line = "killed by signal " + std::to_string(e.exitCode - 128) + " (last phase: " +
+             std::string(h.phase[0] != '\0' ? h.phase : "start") + ")";
+    } else if (e.exitCode < 0) {
+      line = "never started (fork failed)";
+    } else if (e.exitCode != 0) {
+      line = h.error[0] != '\0' ? std::string(h.error)
+                                : "exited with status " + std::to_string(e.exitCode) + " (last phase: " +
+                                      std::string(h.phase[0] != '\0' ? h.phase : "start") + ")";
+    }
+    if (!line.empty()) text += "nccl-lamport-bench: rank " + std::to_string(r) + ": " + line + "\n";
+  }
+  return text;
+}
+
+int runBench(int argc, char** argv) {
+  BenchOptions opt;
+  const int parsed = parseCommandLine(argc, argv, &opt);
+  if (parsed >= 0) return parsed;
+  std::string sizeError;
+  const std::vector<SizeSpec> sizes =
+      makeSizeList(opt.minBytes, opt.maxBytes, opt.stepFactor, elementSize(opt.dtype), &sizeError);
+  if (sizes.empty()) {
+    std::fprintf(stderr, "nccl-lamport-bench: %s\n", sizeError.c_str());
+    return kExitUsage;
+  }
+
+  const int localGpus = countCudaDevicesWithoutInit();
+  if (localGpus == 0) {
+    std::fprintf(stderr, "nccl-lamport-bench: no CUDA GPU found; it needs at least 1 (2 or more "
+                         "for a meaningful run)\n");
+    return kExitUsage;
+  }
+  if (opt.gpus > localGpus) {
+    std::fprintf(stderr, "nccl-lamport-bench: --gpus %d, but only %d CUDA GPU(s) are visible\n",
+                 opt.gpus, localGpus);
+    return kExitUsage;
+  }
+  const int nRanks = opt.gpus > 0 ? opt.gpus : localGpus;
+  if (nRanks == 1) {
+    std::fprintf(stderr, "nccl-lamport-bench: running with 1 rank (%d GPU(s) visible): every call "
+                         "takes the NCCL path, nccl-lamport needs 2 or more GPUs\n", localGpus);
+  }
+
+  RunInfo info;
+  info.argv.assign(argv, argv + argc);
+  info.hostname = hostName();
+  info.timestampUtc = utcNow();
+  info.driverRelease = readDriverRelease();
+  info.localGpus = localGpus;
+  info.nRanks = nRanks;
+  info.seed = opt.seed != 0 ? opt.seed
+                            : static_cast<uint64_t>(
+                                  std::chrono::system_clock::now().time_since_epoch().count()) | 1;
+  info.options = opt;
+
+  RankPlan plan;
+  plan.options = opt;
+  plan.sizes = sizes;
+  plan.seed = info.seed;
+  RankLaunch launch = launchRanks(
+      nRanks, sizeof(RankSlot), opt.timeoutSeconds,
+      [](ncclUniqueId* id) { return ncclGetUniqueId(id); },
+      [&plan](RankContext& ctx) { return runRank(ctx, plan); });
+  if (launch.exits.empty()) {
+    std::fprintf(stderr, "nccl-lamport-bench: could not set up the ranks (shared memory)\n");
+    return kExitFailed;
+  }
+
+  std::vector<const RankSlot*> slots;
+  for (int r = 0; r < nRanks; ++r) slots.push_back(static_cast<const RankSlot*>(launch.resultsOf(r)));
+  const std::vector<Row> rows = aggregateRows(slots, static_cast<int>(sizes.size()));
+
+  std::string out = formatHeader(info, slots);
+  if (nRanks == 1) out += "# 1 rank: both columns are stock NCCL (nccl-lamport takes 2 or more GPUs)\n";
+  out += formatTable(rows);
+  bool ok = launch.allSucceeded() && rows.size() == sizes.size();
+  int routeMismatches = 0;
+  for (const Row& row : rows) {
+    ok = ok && row.ok;
+    routeMismatches += row.routeMismatch ? 1 : 0;
+    if (!row.ok && !row.firstError.empty()) {
+      out += "# " + std::to_string(row.bytes) + " bytes: first wrong element: " + row.firstError + "\n";
+    }
+  }
+  if (routeMismatches > 0) {
+    out += "# warning: at " + std::to_string(routeMismatches) +
+           " size(s) nccl-lamport's call counters disagree with ncclLamportGetAllReducePath "
+           "(JSON: check.routeMismatch)\n";
+  }
+  std::fputs(out.c_str(), stdout);
+  std::fflush(stdout);
+  std::fputs(describeRankFailures(launch, slots, opt.timeoutSeconds).c_str(), stderr);
+
+  if (!opt.csvPath.empty()) writeFile(opt.csvPath, formatCsv(rows), "CSV");
+  std::string jsonPath = opt.jsonPath;
+  bool tempJson = false;
+  if (jsonPath.empty() && !opt.plotPath.empty()) {
+    char tmpl[] = "/tmp/nccl-lamport-bench-XXXXXX";
+    const int fd = mkstemp(tmpl);
+    if (fd >= 0) {
+      close(fd);
+      jsonPath = tmpl;
+      tempJson = true;
+    }
+  }
+  if (!jsonPath.empty()) {
+    const bool written = writeFile(jsonPath, toJson(info, slots, rows).dump(2) + "\n", "JSON");
+    if (written && !opt.plotPath.empty()) (void)runPlot(jsonPath, opt.plotPath);
+  }
+  if (tempJson) unlink(jsonPath.c_str());
+  if (!ok) std::fprintf(stderr, "nccl-lamport-bench: FAILED (see the check column and the lines above)\n");
+  return ok ? 0 : kExitFailed;
+}
+
+}  // namespace
+}  // namespace nccl_lamport::bench
+
+int main(int argc, char** argv) {
+  try {
+    return nccl_lamport::bench::runBench(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "nccl-lamport-bench: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,60 @@
+// Host-callable entry points of the Lamport allreduce kernels. No policy here: the plugin decides
+// what runs; these functions only launch. Each returns the launch's cudaError_t.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/lamport_layout.h"
+
+namespace nccl_lamport {
+
+/** Datatypes the kernels are instantiated for. */
+enum class LamportDataType : int { kFloat32 = 0, kFloat16 = 1, kBFloat16 = 2 };
+/** Ops: kAvg is the fp32 sum scaled by 1/nRanks before the single conversion. */
+enum class LamportReduceOp : int { kSum = 0, kAvg = 1 };
+
+/** Values the kernel writes into *errorFlag when it gives up (0 = none). */
+enum LamportError : uint32_t { kLamportOk = 0, kLamportTimedOut = 1, kLamportAborted = 2 };
+
+/** Everything one one-shot launch needs; passed by value to the kernel. */
+struct LamportOneShotArgs {
+  const void* sendbuff;  // count elements, any alignment; may equal recvbuff
+  void* recvbuff;        // count elements, any alignment
+  size_t count;          // elements; count * elementSize <= layout.slotBytes
+  LamportDataType datatype;
+  LamportReduceOp op;
+  int rank;
+  LamportLayout layout;
+  // Base address, in this process, of every rank's workspace allocation (peerBases[rank] is the
+  // local one, where the control block and this rank's receive buffers live).
+  char* peerBases[kLamportMaxRanks];
+  const volatile uint32_t* abortFlag;  // host-mapped; non-zero: stop waiting (ncclCommAbort);
+                                       // may be null (no abort)
+  uint32_t* errorFlag;                 // host-mapped; kernel writes a LamportError on give-up;
+                                       // may be null
+  uint64_t timeoutNs;                  // give up after this long without the peers' data;
+                                       // 0 = wait without a time limit (abort still works)
+  int maxBlocks;  // 0: the launcher sizes the grid; > 0 caps it (the kernel grid-strides). Tests
+                  // that put several ranks on one GPU use it so all ranks' blocks are resident.
+};
+
+/**
+ * Launches the Lamport one-shot allreduce on `stream` (the current device must be the one that
+ * owns peerBases[rank]). Works under CUDA-graph capture: all rotation state is in device memory.
+ * Returns cudaErrorInvalidValue for bad args (count too large for the slot, nRanks out of range,
+ * rank out of range, null peer base, unknown datatype/op); these checks make no CUDA call.
+ * count == 0 launches nothing and returns cudaSuccess (the rotation does not advance, on any rank).
+ */
+cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t stream);
+
+/**
+ * Prepares a freshly allocated workspace: every buffer byte set to the empty sentinel (-0.0 in
+ * every 32-bit word) and the control block zeroed. Stream-ordered on `stream`.
+ */
+cudaError_t launchLamportWorkspaceInit(char* localBase, const LamportLayout& layout,
+                                       cudaStream_t stream);
+
+}  // namespace nccl_lamport

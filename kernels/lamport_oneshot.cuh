@@ -1,0 +1,366 @@
+// Lamport one-shot allreduce kernel (device code). Host launchers: lamport_oneshot.cu.
+//
+// One round, per thread, per 16-byte vector v of the message (grid-stride when the grid is capped):
+//   1. publish: load v from sendbuff (any alignment, masked tail padded with +0), sanitize -0.0,
+//      store it into slot [this rank] of buffer `idx` of every peer (volatile 16 B stores);
+//   2. clear:   write the sentinel over what the previous round dirtied in our own buffer
+//               lamportBufferToClear(idx) (grid-strided, only state->dirtyBytes per slot);
+//   3. wait:    poll our own buffer `idx` until no word of any peer's vector is the sentinel,
+//      reduce:  in fp32, in rank order 0..nRanks-1 (own value from registers), scale for avg,
+//               convert once, store to recvbuff (masked tail, any alignment).
+// At exit the last block to arrive advances the rotation state in device memory, so CUDA-graph
+// replays need no host involvement (research/kernel-anchors.md section 1, "Where the rotation state
+// lives"). No fence on the data path; the only fence orders a block's exit before its arrival.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/lamport_allreduce.h"
+#include "kernels/lamport_layout.h"
+#include "kernels/lamport_primitives.cuh"
+
+namespace nccl_lamport {
+
+/** Threads per block of the one-shot kernel (also its __launch_bounds__). */
+constexpr int kLamportOneShotThreads = 512;
+/** Peers polled together (register budget: one 16 B vector each) on the generic-nRanks path. */
+constexpr int kLamportPollChunk = 8;
+/** Poll iterations between two looks at the abort flag and the clock (both cost far more). */
+constexpr uint32_t kLamportSpinsPerCheck = 1024;
+
+/** Maps the kernel's element type onto its codec in lamport_primitives.cuh. */
+template <typename T>
+struct LamportCodecFor;
+template <>
+struct LamportCodecFor<float> {
+  using type = LamportFp32Codec;
+};
+template <>
+struct LamportCodecFor<__half> {
+  using type = LamportFp16Codec;
+};
+template <>
+struct LamportCodecFor<__nv_bfloat16> {
+  using type = LamportBf16Codec;
+};
+
+namespace oneshot {
+
+// ---------------------------------------------------------------------------------------------
+// Bounded wait
+// ---------------------------------------------------------------------------------------------
+
+/** Per-thread state of the bounded wait (kept in registers: its address is never taken). */
+struct Waiter {
+  const volatile uint32_t* abortFlag;
+  uint32_t* errorFlag;
+  uint64_t timeoutNs;
+  uint64_t startNs;  // 0 until the first check: the clock is only read on slow waits
+  uint32_t spins;
+  bool gaveUp;
+};
+
+/** waiterCheck's answer meaning "stop waiting". */
+constexpr uint64_t kWaiterGiveUp = ~0ull;
+
+/**
+ * Slow path, every kLamportSpinsPerCheck spins: gives up on an abort request, on timeout, or when
+ * another thread of the block already gave up, and writes the reason into the host-mapped
+ * errorFlag. Returns the (possibly just started) start time, or kWaiterGiveUp. Out of line and
+ * by value, so the hot poll loop stays small and never touches a stack frame.
+ */
+__device__ __noinline__ uint64_t waiterCheck(const volatile uint32_t* abortFlag,
+                                             uint32_t* errorFlag, uint64_t timeoutNs,
+                                             uint64_t startNs, volatile int* blockGaveUp) {
+  if (*blockGaveUp) return kWaiterGiveUp;
+  uint32_t reason = kLamportOk;
+  if (abortFlag != nullptr && *abortFlag != 0) {
+    reason = kLamportAborted;
+  } else if (timeoutNs != 0) {
+    const uint64_t now = lamportGlobalTimerNs();
+    if (startNs == 0) {
+      startNs = now;
+    } else if (now - startNs > timeoutNs) {
+      reason = kLamportTimedOut;
+    }
+  }
+  if (reason == kLamportOk) return startNs;
+  // Plain store, no atomics: host-mapped memory need not support them; any non-zero is an error.
+  if (errorFlag != nullptr) *reinterpret_cast<volatile uint32_t*>(errorFlag) = reason;
+  *blockGaveUp = 1;
+  return kWaiterGiveUp;
+}
+
+/** True when the caller must stop polling. Cheap on the fast path: one counter increment. */
+__device__ __forceinline__ bool waiterShouldStop(Waiter& w, volatile int* blockGaveUp) {
+  if (w.gaveUp) return true;
+  if (++w.spins < kLamportSpinsPerCheck) return false;
+  w.spins = 0;
+  const uint64_t start = waiterCheck(w.abortFlag, w.errorFlag, w.timeoutNs, w.startNs, blockGaveUp);
+  if (start == kWaiterGiveUp) {
+    w.gaveUp = true;
+    return true;
+  }
+  w.startNs = start;
+  return false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// User buffers
+// ---------------------------------------------------------------------------------------------
+
+/** Loads vector v of the user's input, pads a partial tail with +0 and sanitizes -0.0. */
+template <typename Codec>
+__device__ __forceinline__ LamportVec loadInput(const void* sendbuff, size_t bytes, uint32_t v) {
+  const char* src = static_cast<const char*>(sendbuff) + static_cast<size_t>(v) * kLamportVectorBytes;
+  const size_t left = bytes - static_cast<size_t>(v) * kLamportVectorBytes;
+  LamportVec x;
+  if (left >= kLamportVectorBytes && (reinterpret_cast<uintptr_t>(src) & 15u) == 0) {
+    x = *reinterpret_cast<const LamportVec*>(src);  // fast path: one 16 B load
+  } else {
+    x = lamportLoadBytes(src, left < kLamportVectorBytes ? static_cast<int>(left) : 16);
+  }
+  return lamportSanitize<Codec>(x);
+}
+
+/** Stores vector v of the result, masking a partial tail. */
+__device__ __forceinline__ void storeOutput(void* recvbuff, size_t bytes, uint32_t v,
+                                            const LamportVec& x) {
+  char* dst = static_cast<char*>(recvbuff) + static_cast<size_t>(v) * kLamportVectorBytes;
+  const size_t left = bytes - static_cast<size_t>(v) * kLamportVectorBytes;
+  if (left >= kLamportVectorBytes && (reinterpret_cast<uintptr_t>(dst) & 15u) == 0) {
+    *reinterpret_cast<LamportVec*>(dst) = x;
+  } else {
+    lamportStoreBytes(dst, x, left < kLamportVectorBytes ? static_cast<int>(left) : 16);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Publish / poll / reduce
+// ---------------------------------------------------------------------------------------------
+
+/** Slot index of `sender` in `receiver`'s buffer (LamportLayout::slotOffset, without the base). */
+__device__ __forceinline__ int slotIndex(int receiver, int sender) {
+  return sender < receiver ? sender : sender - 1;
+}
+
+/**
+ * Stores x into slot [rank] at byte `offset` (buffer offset + vector offset) of every peer.
+ * Peers are visited from rank+1 upwards, so the ranks do not all hit the same peer at once.
+ */
+template <int NRANKS>
+__device__ __forceinline__ void publish(const LamportOneShotArgs& args, int nRanks, size_t offset,
+                                        const LamportVec& x) {
+  const int rank = args.rank;
+  const size_t slotBytes = args.layout.slotBytes;
+  if constexpr (NRANKS > 0) {
+#pragma unroll
+    for (int i = 1; i < NRANKS; ++i) {
+      const int peer = rank + i < NRANKS ? rank + i : rank + i - NRANKS;
+      lamportStoreVolatile(args.peerBases[peer] + offset + slotIndex(peer, rank) * slotBytes, x);
+    }
+  } else {
+    for (int i = 1; i < nRanks; ++i) {
+      const int peer = rank + i < nRanks ? rank + i : rank + i - nRanks;
+      lamportStoreVolatile(args.peerBases[peer] + offset + slotIndex(peer, rank) * slotBytes, x);
+    }
+  }
+}
+
+/**
+ * Waits for the vectors of ranks [firstRank, firstRank + CHUNK) (those < nRanks when GUARD) in our
+ * own buffer; `vec` points at this vector in our buffer's slot 0. vals[i] gets rank firstRank+i's
+ * vector, our own for our rank (already sanitized, so never pending). All loads of a sweep are
+ * issued before any is tested, so the peers' latencies overlap.
+ */
+template <int CHUNK, bool GUARD>
+__device__ __forceinline__ void pollChunk(LamportVec (&vals)[CHUNK], const LamportVec& own,
+                                          const char* vec, size_t slotBytes, int firstRank,
+                                          int rank, int nRanks, Waiter& w,
+                                          volatile int* blockGaveUp) {
+#pragma unroll
+  for (int i = 0; i < CHUNK; ++i) {
+    const int r = firstRank + i;
+    if (GUARD && r >= nRanks) continue;
+    vals[i] = r == rank ? own : lamportLoadVolatile(vec + slotIndex(rank, r) * slotBytes);
+  }
+  for (;;) {
+    bool pending = false;
+#pragma unroll
+    for (int i = 0; i < CHUNK; ++i) {
+      const int r = firstRank + i;
+      if (GUARD && r >= nRanks) continue;
+      if (lamportVecHasEmpty(vals[i])) {
+        pending = true;
+        vals[i] = lamportLoadVolatile(vec + slotIndex(rank, r) * slotBytes);
+      }
+    }
+    if (!pending || waiterShouldStop(w, blockGaveUp)) break;
+  }
+}
+
+/** acc (+)= vals in rank order; rank 0 initializes acc. fp32 throughout. */
+template <typename Codec, int CHUNK, bool GUARD>
+__device__ __forceinline__ void accumulateChunk(float (&acc)[Codec::kElemsPerVector],
+                                                const LamportVec (&vals)[CHUNK], int firstRank,
+                                                int nRanks) {
+#pragma unroll
+  for (int i = 0; i < CHUNK; ++i) {
+    const int r = firstRank + i;
+    if (GUARD && r >= nRanks) continue;
+    float x[Codec::kElemsPerVector];
+    Codec::unpack(vals[i], x);
+    if (r == 0) {
+#pragma unroll
+      for (int e = 0; e < Codec::kElemsPerVector; ++e) acc[e] = x[e];
+    } else {
+#pragma unroll
+      for (int e = 0; e < Codec::kElemsPerVector; ++e) acc[e] += x[e];
+    }
+  }
+}
+
+/** Waits for every peer's copy of vector v and reduces it with ours into acc (rank order). */
+template <typename Codec, int NRANKS>
+__device__ __forceinline__ void waitAndReduce(float (&acc)[Codec::kElemsPerVector],
+                                              const LamportVec& own, const char* vec,
+                                              size_t slotBytes, int rank, int nRanks, Waiter& w,
+                                              volatile int* blockGaveUp) {
+  if constexpr (NRANKS > 0) {
+    LamportVec vals[NRANKS];
+    pollChunk<NRANKS, false>(vals, own, vec, slotBytes, 0, rank, NRANKS, w, blockGaveUp);
+    accumulateChunk<Codec, NRANKS, false>(acc, vals, 0, NRANKS);
+  } else {
+    // Generic nRanks: chunks in rank order keep the summation order 0..nRanks-1.
+    for (int first = 0; first < nRanks; first += kLamportPollChunk) {
+      LamportVec vals[kLamportPollChunk];
+      pollChunk<kLamportPollChunk, true>(vals, own, vec, slotBytes, first, rank, nRanks, w,
+                                         blockGaveUp);
+      accumulateChunk<Codec, kLamportPollChunk, true>(acc, vals, first, nRanks);
+    }
+  }
+}
+
+}  // namespace oneshot
+
+// ---------------------------------------------------------------------------------------------
+// Kernels
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * The one-shot allreduce. NRANKS = 2, 4, 8 unroll the peer loops; NRANKS = 0 is the generic path
+ * for any 2 <= nRanks <= kLamportMaxRanks. Vectors are independent: any grid size is correct on
+ * any rank (grids may differ between ranks). A thread publishes all its vectors before it waits on
+ * any, and the launcher caps the grid at one block per SM (__launch_bounds__ guarantees one block
+ * fits), so all blocks of a launch are resident together and waits cannot form a cycle.
+ */
+template <typename T, LamportReduceOp OP, int NRANKS>
+__global__ void __launch_bounds__(kLamportOneShotThreads)
+    lamportOneShotKernel(const __grid_constant__ LamportOneShotArgs args) {
+  using Codec = typename LamportCodecFor<T>::type;
+  constexpr int kElems = Codec::kElemsPerVector;
+  static_assert(NRANKS == 0 || (NRANKS >= 2 && NRANKS <= kLamportMaxRanks), "bad NRANKS");
+  static_assert(sizeof(T) == Codec::kElemBytes, "codec does not match the element type");
+
+  __shared__ uint32_t sBufferIndex;
+  __shared__ uint32_t sDirtyBytes;
+  __shared__ int sGaveUp;
+
+  const int rank = args.rank;
+  const int nRanks = NRANKS > 0 ? NRANKS : args.layout.nRanks;
+  char* const ownBase = args.peerBases[rank];
+  LamportDeviceState* const state = reinterpret_cast<LamportDeviceState*>(ownBase);
+
+  const size_t bytes = args.count * sizeof(T);
+  const uint32_t nVectors =
+      static_cast<uint32_t>((bytes + kLamportVectorBytes - 1) / kLamportVectorBytes);
+  const uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x;
+  const uint32_t stride = gridDim.x * blockDim.x;
+  const size_t slotBytes = args.layout.slotBytes;
+
+  // Entry: snapshot the rotation state. The last block to leave rewrites it, which is safe
+  // because every block read it before arriving. The first input vector is loaded before the
+  // barrier so its latency overlaps the state read. It stays in registers for step 3; further
+  // vectors (capped grids only) are reloaded there.
+  if (threadIdx.x == 0) {
+    const volatile LamportDeviceState* vs = state;
+    sBufferIndex = vs->bufferIndex;
+    sDirtyBytes = vs->dirtyBytes;
+    sGaveUp = 0;
+  }
+  LamportVec first = lamportEmptyVec();
+  if (tid < nVectors) first = oneshot::loadInput<Codec>(args.sendbuff, bytes, tid);
+  __syncthreads();
+  const uint32_t bufferIndex = sBufferIndex;
+  const uint32_t dirtyVectors = sDirtyBytes / static_cast<uint32_t>(kLamportVectorBytes);
+  const size_t bufferOffset = args.layout.bufferOffset(static_cast<int>(bufferIndex));
+
+  // ---- 1. Publish ------------------------------------------------------------------------------
+  for (uint32_t v = tid; v < nVectors; v += stride) {
+    const LamportVec x = v == tid ? first : oneshot::loadInput<Codec>(args.sendbuff, bytes, v);
+    oneshot::publish<NRANKS>(args, nRanks, bufferOffset + static_cast<size_t>(v) * kLamportVectorBytes,
+                             x);
+  }
+
+  // ---- 2. Clear the previous round's buffer (only what it dirtied) --------------------------------
+  // Peers are at most one round ahead: they write lamportNextBuffer(idx), never this one.
+  if (dirtyVectors != 0) {
+    char* const clearBase =
+        ownBase + args.layout.bufferOffset(static_cast<int>(lamportBufferToClear(bufferIndex)));
+    const LamportVec empty = lamportEmptyVec();
+    for (int s = 0; s < nRanks - 1; ++s) {
+      char* const slot = clearBase + static_cast<size_t>(s) * slotBytes;
+      for (uint32_t c = tid; c < dirtyVectors; c += stride) {
+        lamportStoreWeak(slot + static_cast<size_t>(c) * kLamportVectorBytes, empty);
+      }
+    }
+  }
+
+  // ---- 3. Wait, reduce, write -----------------------------------------------------------------
+  oneshot::Waiter waiter{args.abortFlag, args.errorFlag, args.timeoutNs, 0, 0, false};
+  const char* const ownBuffer = ownBase + bufferOffset;
+  for (uint32_t v = tid; v < nVectors; v += stride) {
+    const LamportVec own = v == tid ? first : oneshot::loadInput<Codec>(args.sendbuff, bytes, v);
+    float acc[kElems];
+    oneshot::waitAndReduce<Codec, NRANKS>(acc, own,
+                                          ownBuffer + static_cast<size_t>(v) * kLamportVectorBytes,
+                                          slotBytes, rank, nRanks, waiter, &sGaveUp);
+    if constexpr (OP == LamportReduceOp::kAvg) {
+      const float scale = 1.0f / static_cast<float>(nRanks);
+#pragma unroll
+      for (int e = 0; e < kElems; ++e) acc[e] *= scale;
+    }
+    oneshot::storeOutput(args.recvbuff, bytes, v, Codec::pack(acc));
+  }
+
+  // ---- Exit: the last block advances the rotation -------------------------------------------
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    // A single block is trivially the last one: skip the fence and the atomic (tiny messages).
+    bool last = gridDim.x == 1;
+    if (!last) {
+      __threadfence();  // this block's state reads and clears are done before it counts as arrived
+      last = atomicAdd(&state->arrivedBlocks, 1u) == gridDim.x - 1;
+    }
+    if (last) {
+      volatile LamportDeviceState* vs = state;
+      vs->bufferIndex = lamportNextBuffer(bufferIndex);
+      vs->dirtyBytes = nVectors * static_cast<uint32_t>(kLamportVectorBytes);
+      vs->arrivedBlocks = 0;
+      vs->roundsDone = vs->roundsDone + 1;
+    }
+  }
+}
+
+/**
+ * Workspace init: the control block (first kLamportControlBytes) zeroed, every buffer byte the
+ * sentinel. nVectors = totalBytes / 16.
+ */
+__global__ void lamportWorkspaceInitKernel(char* base, size_t nVectors);
+
+}  // namespace nccl_lamport

@@ -1,0 +1,78 @@
+// Per-communicator state and the process-wide map from ncclComm_t to it.
+//
+// Lookups happen on every allreduce, so the map is read under a shared lock and the state a call
+// needs (eligibility, routing table, launch template) is written once, before the communicator is
+// published as ready, and never changed afterwards.
+#pragma once
+
+#include <nccl.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kernels/lamport_allreduce.h"
+#include "plugin/peer_memory.h"
+#include "tuner/routing.h"
+
+namespace nccl_lamport {
+
+/** Host-mapped words the kernel and the host share (abort request in, error report out). */
+struct LamportHostFlags {
+  volatile uint32_t abort;  // host writes non-zero on ncclCommAbort / destroy of a stuck comm
+  volatile uint32_t error;  // kernel writes a LamportError when it gives up
+};
+
+struct LamportComm {
+  ncclComm_t comm = nullptr;
+  int rank = -1;
+  int nRanks = 0;
+  int cudaDev = -1;
+  /** True once every rank agreed and mapped the workspace; set before publication, then fixed. */
+  bool eligible = false;
+  /** Created with config.blocking = 0 (or NCCL_COMM_BLOCKING=0); children inherit it. */
+  bool nonBlocking = false;
+  std::string reason = "not set up yet";
+  RoutingTable table;
+  /** Filled at set-up; per call only buffers, count, datatype and op change. */
+  LamportOneShotArgs launchTemplate{};
+
+  LocalAllocation local;
+  std::vector<std::unique_ptr<PeerMapping>> peers;
+  LamportHostFlags* hostFlags = nullptr;  // cudaHostAlloc'd, mapped; null if not eligible
+
+  std::atomic<uint64_t> lamportCalls{0};
+  std::atomic<uint64_t> ncclCalls{0};
+  std::atomic<bool> errorReported{false};
+};
+
+/**
+ * ncclSuccess, or the error a Lamport kernel of lc reported (ncclRemoteError: it stopped waiting
+ * for its peers after NCCL_LAMPORT_TIMEOUT_MS, or on abort). WARNs once per communicator.
+ */
+ncclResult_t lamportAsyncError(LamportComm& lc);
+
+/** Process-wide registry. All methods are thread-safe. */
+class CommRegistry {
+ public:
+  static CommRegistry& instance();
+
+  /** Adds (or replaces) the entry for lc->comm. */
+  void insert(std::unique_ptr<LamportComm> lc);
+  /** The entry for comm or null. The pointer stays valid until remove(comm). */
+  LamportComm* find(ncclComm_t comm) const;
+  /** Takes the entry out (null if none). */
+  std::unique_ptr<LamportComm> remove(ncclComm_t comm);
+  /** Number of entries (tests, leak checks). */
+  size_t size() const;
+
+ private:
+  mutable std::shared_mutex mutex_;
+  std::unordered_map<ncclComm_t, std::unique_ptr<LamportComm>> comms_;
+};
+
+}  // namespace nccl_lamport

@@ -1,0 +1,212 @@
+// Wrappers of NCCL's communicator lifecycle and group calls (SPEC 4.2, 4.3).
+//
+// Every wrapper calls the real function first and then records what it needs; a failure of ours
+// never changes what NCCL returned. Workspace set-up runs only at safe points: after an ungrouped
+// blocking init/split, or in the outermost ncclGroupEnd for the communicators created inside
+// that group (all of them in one grouped exchange, so one thread can drive several GPUs).
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "plugin/comm_registry.h"
+#include "plugin/config.h"
+#include "plugin/export.h"
+#include "plugin/interpose_state.h"
+#include "plugin/log.h"
+#include "plugin/real_nccl.h"
+#include "plugin/workspace_setup.h"
+#include "tuner/tuner_impl.h"
+
+namespace nccl_lamport {
+
+namespace {
+
+thread_local int tGroupDepth = 0;
+thread_local std::vector<ncclComm_t> tCommsCreatedInGroup;
+
+// NCCL_COMM_BLOCKING decides when the config leaves `blocking` undefined (NCCL's rule).
+bool blockingByDefault() {
+  const char* env = getenv("NCCL_COMM_BLOCKING");
+  return env == nullptr || strcmp(env, "0") != 0;
+}
+
+bool isBlocking(const ncclConfig_t* config, bool inherited) {
+  if (config == nullptr || config->blocking == NCCL_CONFIG_UNDEF_INT) return inherited;
+  return config->blocking != 0;
+}
+
+/** What every init/split wrapper does once NCCL returned: set up now, later, or never. */
+void onCommCreated(ncclResult_t result, ncclComm_t comm, bool blocking) {
+  if (comm == nullptr || (result != ncclSuccess && result != ncclInProgress)) return;
+  if (!blocking) {
+    registerIneligible(comm, "non-blocking communicator (not accelerated in this version)", /*nonBlocking=*/true);
+    return;
+  }
+  if (tGroupDepth > 0) {
+    tCommsCreatedInGroup.push_back(comm);
+    return;
+  }
+  setupWorkspaces({comm});
+}
+
+ncclResult_t missing(const char* name) {
+  LAMPORT_WARN("%s: the real NCCL function was not found (is libnccl loaded?)", name);
+  return ncclSystemError;
+}
+
+}  // namespace
+
+bool interposerEnabled() {
+  static const bool enabled = globalConfig().enable;
+  return enabled;
+}
+
+int groupDepth() { return tGroupDepth; }
+
+}  // namespace nccl_lamport
+
+using namespace nccl_lamport;
+
+#define REAL_OR_FAIL(fname)                     \
+  auto real = REAL_NCCL(fname);                 \
+  if (real == nullptr) return missing(#fname)
+
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  REAL_OR_FAIL(ncclCommInitRank);
+  if (!interposerEnabled()) return real(comm, nranks, commId, rank);
+  markInterposerActive();
+  ncclResult_t result = real(comm, nranks, commId, rank);
+  onCommCreated(result, comm ? *comm : nullptr, blockingByDefault());
+  return result;
+}
+
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                                                        ncclConfig_t* config) {
+  REAL_OR_FAIL(ncclCommInitRankConfig);
+  if (!interposerEnabled()) return real(comm, nranks, commId, rank, config);
+  markInterposerActive();
+  ncclResult_t result = real(comm, nranks, commId, rank, config);
+  onCommCreated(result, comm ? *comm : nullptr, isBlocking(config, blockingByDefault()));
+  return result;
+}
+
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
+                                                          ncclUniqueId* commIds, ncclConfig_t* config) {
+  REAL_OR_FAIL(ncclCommInitRankScalable);
+  if (!interposerEnabled()) return real(newcomm, nranks, myrank, nId, commIds, config);
+  markInterposerActive();
+  ncclResult_t result = real(newcomm, nranks, myrank, nId, commIds, config);
+  onCommCreated(result, newcomm ? *newcomm : nullptr, isBlocking(config, blockingByDefault()));
+  return result;
+}
+
+// ncclCommInitAll does not go through the public ncclCommInitRank, so it is wrapped itself.
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  REAL_OR_FAIL(ncclCommInitAll);
+  if (!interposerEnabled()) return real(comms, ndev, devlist);
+  markInterposerActive();
+  ncclResult_t result = real(comms, ndev, devlist);
+  if (result != ncclSuccess || comms == nullptr) return result;
+  std::vector<ncclComm_t> created(comms, comms + ndev);
+  if (!blockingByDefault()) {
+    for (ncclComm_t c : created) {
+      registerIneligible(c, "non-blocking communicator (not accelerated in this version)", /*nonBlocking=*/true);
+    }
+  } else if (tGroupDepth > 0) {
+    tCommsCreatedInGroup.insert(tCommsCreatedInGroup.end(), created.begin(), created.end());
+  } else {
+    setupWorkspaces(created);
+  }
+  return result;
+}
+
+static bool parentBlocking(ncclComm_t parent) {
+  // A split without a config inherits the parent's blocking mode.
+  LamportComm* lc = CommRegistry::instance().find(parent);
+  return lc == nullptr ? blockingByDefault() : !lc->nonBlocking;
+}
+
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                                               ncclConfig_t* config) {
+  REAL_OR_FAIL(ncclCommSplit);
+  if (!interposerEnabled()) return real(comm, color, key, newcomm, config);
+  ncclResult_t result = real(comm, color, key, newcomm, config);
+  onCommCreated(result, newcomm ? *newcomm : nullptr, isBlocking(config, parentBlocking(comm)));
+  return result;
+}
+
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                                                ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+  REAL_OR_FAIL(ncclCommShrink);
+  if (!interposerEnabled()) return real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+  ncclResult_t result = real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+  onCommCreated(result, newcomm ? *newcomm : nullptr, isBlocking(config, parentBlocking(comm)));
+  return result;
+}
+
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  REAL_OR_FAIL(ncclCommFinalize);
+  return real(comm);
+}
+
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  REAL_OR_FAIL(ncclCommDestroy);
+  if (interposerEnabled()) releaseComm(comm);
+  return real(comm);
+}
+
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  REAL_OR_FAIL(ncclCommAbort);
+  if (!interposerEnabled()) return real(comm);
+  // Stop our waiting kernels first, so nothing of ours holds the device while NCCL aborts.
+  requestAbort(comm);
+  ncclResult_t result = real(comm);
+  releaseComm(comm);
+  return result;
+}
+
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  REAL_OR_FAIL(ncclCommGetAsyncError);
+  ncclResult_t result = real(comm, asyncError);
+  if (result != ncclSuccess || asyncError == nullptr || *asyncError != ncclSuccess || !interposerEnabled()) {
+    return result;
+  }
+  LamportComm* lc = CommRegistry::instance().find(comm);
+  if (lc != nullptr) *asyncError = lamportAsyncError(*lc);
+  return result;
+}
+
+NCCL_LAMPORT_EXPORT ncclResult_t ncclGroupStart() {
+  REAL_OR_FAIL(ncclGroupStart);
+  ncclResult_t result = real();
+  if (result == ncclSuccess) ++tGroupDepth;
+  return result;
+}
+
+static void endGroup(ncclResult_t result, bool runSetup) {
+  if (tGroupDepth > 0) --tGroupDepth;
+  if (tGroupDepth > 0 || tCommsCreatedInGroup.empty()) return;
+  std::vector<ncclComm_t> created;
+  created.swap(tCommsCreatedInGroup);
+  if (!runSetup || !interposerEnabled()) return;
+  if (result == ncclSuccess) {
+    setupWorkspaces(created);
+  } else {
+    for (ncclComm_t c : created) registerIneligible(c, "the group that created it failed");
+  }
+}
+
+NCCL_LAMPORT_EXPORT ncclResult_t ncclGroupEnd() {
+  REAL_OR_FAIL(ncclGroupEnd);
+  ncclResult_t result = real();
+  endGroup(result, /*runSetup=*/true);
+  return result;
+}
+
+// Ends a group without running it: nothing was created, so nothing is set up.
+NCCL_LAMPORT_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+  REAL_OR_FAIL(ncclGroupSimulateEnd);
+  ncclResult_t result = real(simInfo);
+  endGroup(result, /*runSetup=*/false);
+  return result;
+}

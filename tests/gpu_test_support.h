@@ -1,0 +1,277 @@
+// Shared code of the GPU correctness suite (SPEC 7): inputs, fp64 reference, tolerances, one
+// checked allreduce call, the per-pattern "harness" that issues a step on every rank it drives,
+// the scenarios every launch pattern runs, and the fork-per-rank runner.
+//
+// Nothing here uses gtest assertions except runForked (the parent side): scenarios run inside
+// forked children and worker threads too, so they record failures in a Failures log that the
+// test body turns into an EXPECT with the full text.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+#include <nccl.h>
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "bench/rank_launcher.h"
+#include "include/nccl_lamport.h"
+
+namespace nccl_lamport {
+namespace gputest {
+
+/** Crossover the suite sets through NCCL_LAMPORT_ONESHOT_MAX_BYTES, so "past it" is cheap. */
+constexpr size_t kTestOneShotMaxBytes = size_t{256} << 10;
+
+/** Sets the knobs every GPU test process runs with (before its first NCCL call):
+ *  NCCL_LAMPORT_ONESHOT_MAX_BYTES=256K, NCCL_LAMPORT_TIMEOUT_MS=60000 (a lost round becomes an
+ *  error, not a 10-minute hang), NCCL_NVLS_ENABLE=0 unless already set. */
+void setTestEnvironment();
+
+// ---------------------------------------------------------------- datatypes and host values
+
+size_t elementSize(ncclDataType_t dtype);  // fp32/fp16/bf16, else 0
+const char* dtypeName(ncclDataType_t dtype);
+const char* opName(ncclRedOp_t op);
+uint16_t floatToHalfBits(float value);  // round to nearest even, subnormals, Inf/NaN
+float halfBitsToFloat(uint16_t bits);
+uint16_t floatToBf16Bits(float value);  // round to nearest even
+float bf16BitsToFloat(uint16_t bits);
+/** Element i of a dtype buffer as a double. */
+double loadValue(ncclDataType_t dtype, const uint8_t* data, size_t i);
+/** A double rounded to dtype and back (what the dtype can represent). */
+double roundToDtype(ncclDataType_t dtype, double value);
+/** One unit in the last place of dtype at magnitude m (subnormal spacing near zero). */
+double ulpOf(ncclDataType_t dtype, double m);
+double minNormalOf(ncclDataType_t dtype);
+uint64_t fnv1a64(const void* data, size_t bytes);
+uint64_t mixSeed(uint64_t a, uint64_t b);  // splitmix-style, for per-call seeds
+
+// ---------------------------------------------------------------- failures
+
+/** Thread-safe failure log: the first lines verbatim, then a count. */
+class Failures {
+ public:
+  void add(const char* format, ...) __attribute__((format(printf, 2, 3)));
+  void addCheck() { std::lock_guard<std::mutex> lock(mutex_); ++checks_; }
+  int count() const { std::lock_guard<std::mutex> lock(mutex_); return count_; }
+  int checks() const { std::lock_guard<std::mutex> lock(mutex_); return checks_; }
+  std::string text() const;
+  /** Every change is also copied (NUL-terminated, truncated) to buf: a forked rank that is later
+   *  killed still leaves its story in the shared results. */
+  void mirrorTo(char* buf, size_t bytes);
+
+ private:
+  void mirrorLocked();
+  mutable std::mutex mutex_;
+  std::string text_;
+  int count_ = 0, shown_ = 0, checks_ = 0;
+  char* mirror_ = nullptr;
+  size_t mirrorBytes_ = 0;
+};
+
+// ---------------------------------------------------------------- ranks and the harness
+
+/** One rank driven by this process or thread. */
+struct RankSlot {
+  int index = 0;  // position in Harness::slots
+  int rank = 0, nRanks = 0, device = 0;
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+  ncclLamportCommInfo_t base{};  // counters when the harness began
+  uint64_t expectLamport = 0, expectNccl = 0;  // allreduce calls issued per expected path
+};
+
+class Failures;
+class Harness;
+
+/** How results of one call are proven bit-identical across ranks. */
+class CrossRankCheck {
+ public:
+  virtual ~CrossRankCheck() = default;
+  virtual void submit(const RankSlot& slot, const std::string& label,
+                      const std::vector<uint8_t>& result, Failures& failures) = 0;
+};
+
+/** "" when a and b are equal, else where they first differ. */
+std::string firstDifference(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b);
+
+/** Which group calls wrap one step: none (one ungrouped call per rank), or (p)ncclGroupStart/End
+ *  around the calls of every rank this caller drives (nccl-tests -g N, or per thread). */
+enum class Grouping { kNone, kGrouped };
+
+class Harness {
+ public:
+  std::vector<RankSlot> slots;
+  Grouping grouping = Grouping::kNone;
+  bool wrongCurrentDevice = false;  // issue with another GPU current (SPEC 5: must not matter)
+  cudaStreamCaptureMode captureMode = cudaStreamCaptureModeGlobal;
+  CrossRankCheck* cross = nullptr;
+  Failures* failures = nullptr;
+  bool active = true;  // ncclLamportIsActive() when begin() ran
+
+  /** Snapshots every slot's counters; call once the communicators exist. */
+  void begin();
+  /** "" when every communicator is eligible. Otherwise a skip reason when the GPUs lack NVLink P2P
+   *  (so ineligibility is right), or "" plus a recorded failure when they have it. */
+  std::string requireEligible();
+  /** Path the plugin must take for this call (from the comm's agreed state and table). */
+  ncclLamportPath_t expectedPath(const RankSlot& slot, size_t count, ncclDataType_t dtype,
+                                 ncclRedOp_t op) const;
+  /** ncclAllReduce through the plugin; checks ncclLamportGetAllReducePath first and counts the
+   *  call towards the expected path. */
+  ncclResult_t allReduce(RankSlot& slot, const void* send, void* recv, size_t count,
+                         ncclDataType_t dtype, ncclRedOp_t op);
+  /** Runs fn for every slot as one step, grouped as configured; reference=true uses pnccl group
+   *  calls (fn must then call pncclAllReduce). False (and a failure) on any error. */
+  bool step(bool reference, const std::function<ncclResult_t(RankSlot&)>& fn, const char* what);
+  bool syncAll(const char* what);
+  /** ncclCommGetAsyncError must report ncclSuccess on every slot. */
+  void checkNoAsyncError(const char* what);
+  /** lamportCalls / ncclCalls grew by exactly what was issued since begin(). */
+  void checkCounters(const char* what);
+  void fail(const RankSlot& slot, const std::string& text);
+};
+
+// ---------------------------------------------------------------- one checked call
+
+enum class InputKind { kRandom, kSpecial };
+
+struct CallSpec {
+  ncclDataType_t dtype = ncclFloat32;
+  ncclRedOp_t op = ncclSum;
+  size_t count = 1;
+  size_t sendOffset = 0;  // elements past a 256-byte aligned base (NCCL needs element alignment)
+  size_t recvOffset = 0;
+  bool inPlace = false;
+  InputKind input = InputKind::kRandom;
+  unsigned specialShift = 0;  // rotates the special-value pattern
+  std::string label() const;
+};
+
+/** Rank `rank`'s input for (spec, seed): a pure function, so every rank can build the reference. */
+void generateInput(const CallSpec& spec, uint64_t seed, int rank, int nRanks,
+                   std::vector<uint8_t>* out);
+
+/**
+ * One allreduce call on one rank with its own device buffers: 256-byte guards around every region,
+ * outputs poisoned with 0xFF, a private copy of the input for the NCCL reference (pncclAllReduce on
+ * the same comm), the fp64 reference of every rank's input.
+ */
+class CheckedCall {
+ public:
+  CheckedCall(const CallSpec& spec, const RankSlot& slot);
+  ~CheckedCall();
+  CheckedCall(const CheckedCall&) = delete;
+  CheckedCall& operator=(const CheckedCall&) = delete;
+
+  const std::string& setupError() const { return setupError_; }
+  /** Fresh inputs for seed: host generation, async upload, poisoning (on the slot's stream). */
+  void stage(uint64_t seed);
+  ncclResult_t issue(Harness& h, RankSlot& slot);  // ncclAllReduce (the plugin)
+  ncclResult_t issueReference();                   // pncclAllReduce (NCCL itself)
+  /** After the stream is synced: "" or what is wrong (vs fp64, vs NCCL, guards, input). */
+  std::string verify(bool withReference);
+  const std::vector<uint8_t>& result() const { return result_; }
+  std::string label() const;
+  bool expectLamport = false;  // set by issue()
+
+ private:
+  char* region(char* base, size_t offset) const { return base + 256 + offset * elem_; }
+  enum class Against { kOursVsFp64, kNcclVsFp64, kOursVsNccl };
+  std::string compare(const uint8_t* got, const uint8_t* nccl, Against against) const;
+
+  CallSpec spec_;
+  int rank_, nRanks_, device_;
+  ncclComm_t comm_;
+  cudaStream_t stream_;
+  uint64_t seed_ = 0;
+  size_t elem_, bytes_, sendAlloc_, recvAlloc_;
+  char *send_ = nullptr, *recv_ = nullptr, *refIn_ = nullptr, *refOut_ = nullptr;
+  std::vector<uint8_t> input_, result_;
+  std::vector<double> ref_, sumAbs_;
+  std::string setupError_;
+};
+
+/** The helper of SPEC 7: runs spec on every slot (plugin, then NCCL reference), syncs, verifies,
+ *  compares across ranks. Returns the failure description ("" when all is well); failures are
+ *  also recorded in h.failures. */
+std::string runCheckedStep(Harness& h, const CallSpec& spec, uint64_t seed, bool withReference);
+
+// ---------------------------------------------------------------- scenarios (every pattern)
+
+/** Comm info, eligibility, the path at 1, c, c+1 elements (c = crossover) and for unsupported
+ *  types/ops/count 0, with real calls at both sides of the crossover. */
+void scenarioCommInfoAndRouting(Harness& h);
+/** Sum and avg of dtype at counts from 1 to past the crossover, odd counts, unaligned pointers,
+ *  in-place and out-of-place. */
+void scenarioSweep(Harness& h, ncclDataType_t dtype);
+/** -0.0, NaN, +-Inf, subnormals (including +0/-0 pairs that form the sentinel word). */
+void scenarioSpecialValues(Harness& h);
+/** `calls` back-to-back calls of varying size, dtype and op without syncing; every 10th checked. */
+void scenarioBackToBack(Harness& h, int calls);
+/** Capture 10 calls of different sizes, replay `replays` times with new inputs, check 4 of them
+ *  after every replay. */
+void scenarioCudaGraph(Harness& h, int replays);
+
+// ---------------------------------------------------------------- one process per GPU
+
+struct ForkOptions {
+  int nRanks = 0;  // 0: every visible GPU
+  double timeoutSeconds = 300;
+  std::vector<std::pair<std::string, std::string>> env;  // set in each rank before NCCL starts
+  bool requireEligible = true;
+};
+
+/** Shared by a forked rank and the parent (one per rank in the launcher's results area). */
+struct SharedReport {
+  uint32_t state;  // 0 running, 1 done, 2 skipped
+  uint32_t checks, failures, nHashes, hashOverflow;
+  uint32_t flag;  // free cross-process flag for a scenario (__atomic_* only)
+  char text[8192];
+  struct Entry {
+    uint64_t hash;
+    char label[56];
+  } hashes[4096];
+};
+
+using RankScenario = std::function<void(Harness&, RankContext&)>;
+
+/** Forks one process per rank (parent never touches CUDA), each inits its comm with
+ *  ncclCommInitRank and runs scenario; records gtest failures for bad exits, failures, missing
+ *  checks and any hash that differs between ranks. Returns a skip reason, or "". */
+std::string runForked(const ForkOptions& options, const RankScenario& scenario);
+
+#define LAMPORT_RUN_FORKED(options, ...)                                      \
+  do {                                                                             \
+    const std::string lamportSkip_ = ::nccl_lamport::gputest::runForked(options, __VA_ARGS__); \
+    if (!lamportSkip_.empty()) GTEST_SKIP() << lamportSkip_;                       \
+  } while (0)
+
+/** Aborts the process with a message if a test outlives its budget (in-process patterns, where a
+ *  lost rank would otherwise hang the test until ctest kills it without a word). */
+class Watchdog {
+ public:
+  Watchdog(double seconds, std::string what, const Failures* failures);
+  ~Watchdog();
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::unique_ptr<std::thread> thread_;
+};
+
+/** cudaGetDeviceCount in this process (in-process patterns only); 0 without a driver. */
+int inProcessGpuCount();
+
+}  // namespace gputest
+}  // namespace nccl_lamport

@@ -1,0 +1,21 @@
+# Kernel tests, included from tests/CMakeLists.txt:
+#   test_lamport_primitives  CPU: sentinel, sanitize, conversions, layout, rotation model
+#   test_gpu_kernel          GPU: the one-shot kernel on simulated ranks, no NCCL (skipped, not
+#                            passed, on a machine without a GPU)
+if(NOT TARGET GTest::gtest_main)
+  find_package(GTest REQUIRED)
+endif()
+include(GoogleTest)
+
+add_executable(test_lamport_primitives ${CMAKE_CURRENT_LIST_DIR}/test_lamport_primitives.cc)
+target_include_directories(test_lamport_primitives PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(test_lamport_primitives PRIVATE GTest::gtest_main)
+gtest_discover_tests(test_lamport_primitives
+  PROPERTIES LABELS cpu SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]"
+  DISCOVERY_TIMEOUT 60)
+
+add_executable(test_gpu_kernel ${CMAKE_CURRENT_LIST_DIR}/test_gpu_kernel.cu)
+target_link_libraries(test_gpu_kernel PRIVATE lamport_kernels CUDA::cudart_static GTest::gtest_main)
+gtest_discover_tests(test_gpu_kernel
+  PROPERTIES LABELS gpu SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]"
+  DISCOVERY_TIMEOUT 60)

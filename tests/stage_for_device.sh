@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Copies what the GPU machine needs from a build folder into a small staging folder (the device
+# tool carries at most 64 MiB), keeping the bin/../lib layout the relative RPATHs expect.
+#   bash tests/stage_for_device.sh BUILD_DIR [STAGE_DIR]
+set -euo pipefail
+build=$1
+stage=${2:-.device/stage}
+rm -rf "$stage"
+mkdir -p "$stage/lib" "$stage/bench" "$stage/tests"
+cp -a "$build"/lib/libnccl-lamport.so "$build"/lib/libnccl-tuner-lamport.so "$stage/lib/"
+cp "$build/bench/nccl-lamport-bench" "$stage/bench/" 2>/dev/null || echo "no bench binary"
+for t in "$build"/tests/test_*; do
+  [ -f "$t" ] && [ -x "$t" ] && cp "$t" "$stage/tests/"
+done
+strip --strip-debug "$stage"/tests/* "$stage"/bench/* 2>/dev/null || true
+du -sh "$stage"

@@ -1,0 +1,49 @@
+#include "tuner/routing.h"
+
+#include <algorithm>
+
+namespace nccl_lamport {
+
+size_t defaultOneShotMaxBytes(int nRanks, int smArch) {
+  // 2 x H200 (sm_90): measured, see docs/crossover-h200.md.
+  // nRanks 4 and 8: not measured yet (issue 4); TensorRT-LLM's legacy selector (one-shot < 1 MB
+  // at N <= 4, < 500 KB at N > 4) and vLLM's (N <= 4 < 512 KB, N = 8 < 256 KB) bracket them, so
+  // take the lower of each pair until a measurement replaces it.
+  (void)smArch;
+  if (nRanks <= 1) return 0;
+  if (nRanks == 2) return size_t{16} << 20;
+  if (nRanks <= 4) return size_t{512} << 10;
+  if (nRanks <= 8) return size_t{256} << 10;
+  return size_t{64} << 10;
+}
+
+RoutingTable makeRoutingTable(int nRanks, int smArch, size_t overrideOneShotMaxBytes,
+                              size_t maxBytesByWorkspace) {
+  RoutingTable table;
+  table.oneShotMaxBytes =
+      overrideOneShotMaxBytes != 0 ? overrideOneShotMaxBytes : defaultOneShotMaxBytes(nRanks, smArch);
+  table.oneShotMaxBytes = std::min(table.oneShotMaxBytes, maxBytesByWorkspace);
+  return table;
+}
+
+size_t lamportElementSize(ncclDataType_t datatype) {
+  switch (datatype) {
+    case ncclFloat32: return 4;
+    case ncclFloat16: return 2;
+    case ncclBfloat16: return 2;
+    default: return 0;
+  }
+}
+
+bool lamportSupportsOp(ncclRedOp_t op) { return op == ncclSum || op == ncclAvg; }
+
+AllReducePath routeAllReduce(const RoutingTable& table, bool commEligible, int nRanks,
+                             ncclDataType_t datatype, ncclRedOp_t op, size_t count) {
+  if (!commEligible || nRanks < 2 || count == 0) return AllReducePath::kNccl;
+  const size_t elementSize = lamportElementSize(datatype);
+  if (elementSize == 0 || !lamportSupportsOp(op)) return AllReducePath::kNccl;
+  if (count > table.oneShotMaxBytes / elementSize) return AllReducePath::kNccl;
+  return AllReducePath::kLamportOneShot;
+}
+
+}  // namespace nccl_lamport

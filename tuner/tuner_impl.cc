@@ -1,0 +1,197 @@
+#include "tuner/tuner_impl.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
+
+#include <cstring>
+#include <new>
+
+namespace nccl_lamport {
+
+namespace detail {
+// Plain atomics, constant-initialised and trivially destructible: a dlclose/reload by NCCL
+// simply starts them afresh, and nothing registers a destructor or a thread.
+std::atomic<bool> gInterposerActive{false};
+}  // namespace detail
+
+namespace {
+
+std::atomic<bool> gTunerOnlyNoticeShown{false};
+
+constexpr uint64_t kTunerLogSubsys = kSubsysTuning | kSubsysInit;
+
+void logTopology(const TunerContext& context) {
+  const TunerCommInfo& comm = context.comm;
+  if (comm.hasCommId && comm.hasNvlDomains) {
+    LAMPORT_INFO(kTunerLogSubsys,
+                 "tuner: comm 0x%016llx nRanks %zu nNodes %zu nvlDomains %d ranks/domain %d..%d "
+                 "(tuner ABI v%d); NCCL's algorithm choice left unchanged",
+                 static_cast<unsigned long long>(comm.commId), comm.nRanks, comm.nNodes,
+                 comm.nvlDomains.nDomains, comm.nvlDomains.minRanksPerDomain,
+                 comm.nvlDomains.maxRanksPerDomain, comm.abiVersion);
+  } else if (comm.hasCommId) {
+    LAMPORT_INFO(kTunerLogSubsys,
+                 "tuner: comm 0x%016llx nRanks %zu nNodes %zu nvlDomains ? (tuner ABI v%d); "
+                 "NCCL's algorithm choice left unchanged",
+                 static_cast<unsigned long long>(comm.commId), comm.nRanks, comm.nNodes,
+                 comm.abiVersion);
+  } else {
+    // Tuner ABI v2..v4 carry no communicator id and no NVLink-domain summary.
+    LAMPORT_INFO(kTunerLogSubsys,
+                 "tuner: comm %p nRanks %zu nNodes %zu (tuner ABI v%d: no comm id or NVLink "
+                 "domains); NCCL's algorithm choice left unchanged",
+                 static_cast<const void*>(&context), comm.nRanks, comm.nNodes, comm.abiVersion);
+  }
+}
+
+// Keeps the object at path loaded until the process exits. NCCL dlcloses its tuner when the
+// last communicator dies and dlopens it again for the next one; that reload would start
+// gTunerOnlyNoticeShown afresh and repeat the notice for every generation of communicators.
+// Only used in tuner-only mode (a preloaded object is never unloaded anyway). Everything else
+// here works unpinned: contexts live from init to finalize, the flags are plain atomics.
+void pinObject(const std::string& path) {
+  if (path.empty()) return;
+  void* handle = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+  if (handle != nullptr) dlclose(handle);  // the NODELETE mark stays
+}
+
+void showTunerOnlyNoticeOnce() {
+  if (interposerActive()) return;
+  if (gTunerOnlyNoticeShown.exchange(true, std::memory_order_acq_rel)) return;
+  const std::string path = ownObjectPath();
+  // Preloaded but no wrapper ran (NCCL_LAMPORT_ENABLE=0, or communicators made through entry
+  // points we do not wrap): the advice to preload would be wrong, and the interposer says why.
+  if (preloadListNames(getenv("LD_PRELOAD"), path.c_str())) return;
+  pinObject(path);
+  // Name the file itself, not the libnccl-tuner-lamport.so link NCCL may have opened.
+  char canonical[PATH_MAX];
+  const bool resolved = !path.empty() && realpath(path.c_str(), canonical) != nullptr;
+  const std::string notice = tunerOnlyNotice(resolved ? std::string(canonical) : path);
+  LAMPORT_INFO(kTunerLogSubsys, "%s", notice.c_str());
+}
+
+bool isPreloadSeparator(char c) { return c == ' ' || c == ':' || c == '\t' || c == '\n'; }
+
+// The file name part of a path ("a/b/libx.so" -> "libx.so").
+const char* fileName(const char* path, size_t length, size_t* nameLength) {
+  size_t start = length;
+  while (start > 0 && path[start - 1] != '/') --start;
+  *nameLength = length - start;
+  return path + start;
+}
+
+}  // namespace
+
+ncclResult_t tunerInit(const TunerCommInfo& comm, NcclDebugLogger logger, void** context) noexcept {
+  if (context == nullptr) return ncclSuccess;
+  *context = nullptr;
+  try {
+    if (logger != nullptr) setNcclLogger(logger);
+    showTunerOnlyNoticeOnce();
+    TunerContext* created = new (std::nothrow) TunerContext{comm};
+    if (created == nullptr) {
+      LAMPORT_WARN("tuner: out of host memory for a %zu-byte context; NCCL tunes this "
+                   "communicator alone", sizeof(TunerContext));
+      return ncclSuccess;
+    }
+    *context = created;  // owned by NCCL from here on, whatever logging does
+    logTopology(*created);
+  } catch (...) {
+    // Nothing may cross the C ABI. *context is either null or a complete context.
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t tunerGetCollInfo(void* context, int collType, size_t nBytes, int numPipeOps,
+                              float* costTable, int numAlgo, int numProto, int regBuff,
+                              int* nChannels) noexcept {
+  (void)numPipeOps;
+  (void)regBuff;
+  (void)nChannels;  // never written: 0 from NCCL means "NCCL decides", and so it stays
+  if (context == nullptr) return ncclSuccess;
+  try {
+    const TunerContext& ctx = *static_cast<const TunerContext*>(context);
+    CostTable table(costTable, numAlgo, numProto);
+    if (!table.empty()) editCollCosts(ctx, collType, nBytes, table);
+    LAMPORT_TRACE(kSubsysTuning, "tuner: coll %d nBytes %zu numPipeOps %d regBuff %d: costs as NCCL set them",
+                  collType, nBytes, numPipeOps, regBuff);
+  } catch (...) {
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t tunerFinalize(void* context) noexcept {
+  delete static_cast<TunerContext*>(context);
+  return ncclSuccess;
+}
+
+void editCollCosts(const TunerContext& context, int collType, size_t nBytes, CostTable& table) {
+  // No edits yet: the Lamport path runs beside NCCL (in the interposer), not through NCCL's
+  // algorithms, so NCCL's own model stays the best judge of its choices. A later rule (e.g.
+  // steering NCCL away from a protocol that contends with our kernels) goes here and writes
+  // only through table.setCost(), which refuses entries NCCL marked -1.
+  (void)context;
+  (void)collType;
+  (void)nBytes;
+  (void)table;
+}
+
+std::string ownObjectPath() {
+  Dl_info info;
+  std::memset(&info, 0, sizeof(info));
+  if (dladdr(reinterpret_cast<void*>(&ownObjectPath), &info) == 0 || info.dli_fname == nullptr ||
+      info.dli_fname[0] == '\0') {
+    return std::string();
+  }
+  if (info.dli_fname[0] == '/') return std::string(info.dli_fname);
+  // Loaded through a relative path (LD_PRELOAD=./libnccl-lamport.so): make it absolute.
+  char resolved[PATH_MAX];
+  if (realpath(info.dli_fname, resolved) == nullptr) return std::string();
+  return std::string(resolved);
+}
+
+std::string tunerOnlyNotice(const std::string& objectPath) {
+  const std::string path = objectPath.empty() ? std::string("/abs/path/to/libnccl-lamport.so") : objectPath;
+  return "Lamport path is off: this process loaded libnccl-lamport.so only as NCCL's tuner "
+         "(NCCL_TUNER_PLUGIN); start it with LD_PRELOAD=" +
+         path + " to run small allreduces on Lamport kernels";
+}
+
+bool shouldSelfRegisterAsTuner(const char* ldPreload, const char* tunerPluginEnv,
+                               const char* ourPath) {
+  // A user's NCCL_TUNER_PLUGIN (another tuner, "none", or us by name) always wins.
+  if (tunerPluginEnv != nullptr && tunerPluginEnv[0] != '\0') return false;
+  return preloadListNames(ldPreload, ourPath);
+}
+
+bool preloadListNames(const char* ldPreload, const char* ourPath) {
+  if (ldPreload == nullptr || ourPath == nullptr || ourPath[0] != '/') return false;
+  const size_t ourLength = std::strlen(ourPath);
+  size_t ourNameLength = 0;
+  const char* ourName = fileName(ourPath, ourLength, &ourNameLength);
+  if (ourNameLength == 0) return false;
+
+  const char* entry = ldPreload;
+  while (*entry != '\0') {
+    while (*entry != '\0' && isPreloadSeparator(*entry)) ++entry;
+    const char* end = entry;
+    while (*end != '\0' && !isPreloadSeparator(*end)) ++end;
+    const size_t length = static_cast<size_t>(end - entry);
+    if (length > 0) {
+      if (length == ourLength && std::strncmp(entry, ourPath, length) == 0) return true;
+      size_t nameLength = 0;
+      const char* name = fileName(entry, length, &nameLength);
+      if (nameLength == ourNameLength && std::strncmp(name, ourName, nameLength) == 0) return true;
+    }
+    entry = end;
+  }
+  return false;
+}
+
+void resetTunerProcessStateForTest() {
+  detail::gInterposerActive.store(false, std::memory_order_release);
+  gTunerOnlyNoticeShown.store(false, std::memory_order_release);
+}
+
+}  // namespace nccl_lamport

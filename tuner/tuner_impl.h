@@ -1,0 +1,159 @@
+// The tuner, written once. tuner_plugin.cc adapts each NCCL tuner ABI version (v2..v6) onto
+// these functions; nothing here knows which version called it beyond the recorded number.
+//
+// Contract with NCCL (SPEC 6): init and getCollInfo never return an error (an error there fails
+// the user's communicator or collective), nChannels is never written, cost entries NCCL marked
+// -1 are never touched, every entry point is thread-safe, and no state outlives finalize except
+// a few trivially-destructible process-wide flags, so NCCL may dlclose and reload the object.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <nccl.h>
+
+#include "plugin/log.h"
+
+namespace nccl_lamport {
+
+/** NVLink domains of a communicator, as NCCL reports them to v5+ tuners. */
+struct NvlDomainSummary {
+  int nDomains = 0;
+  int minRanksPerDomain = 0;
+  int maxRanksPerDomain = 0;
+};
+
+/** What NCCL tells the tuner about one communicator at init. */
+struct TunerCommInfo {
+  int abiVersion = 0;       // the tuner ABI version NCCL loaded (2..6)
+  bool hasCommId = false;   // v5+: NCCL passes its commHash (same on every rank)
+  uint64_t commId = 0;
+  size_t nRanks = 0;
+  size_t nNodes = 0;
+  bool hasNvlDomains = false;  // v5+, when NCCL passed a non-null pointer
+  NvlDomainSummary nvlDomains;
+};
+
+/** Our per-communicator state, handed to NCCL as the opaque tuner context. Immutable after
+ *  init, so getCollInfo reads it from any thread without a lock. */
+struct TunerContext {
+  TunerCommInfo comm;
+};
+
+/**
+ * A view of NCCL's cost table: float[numAlgo][numProto], estimated microseconds per algorithm
+ * and protocol; -1 marks a combination NCCL will not use. NCCL picks the smallest entry >= 0.
+ */
+class CostTable {
+ public:
+  CostTable(float* entries, int numAlgo, int numProto)
+      : entries_(entries), numAlgo_(entries ? numAlgo : 0), numProto_(entries ? numProto : 0) {
+    if (numAlgo_ < 0 || numProto_ < 0) numAlgo_ = numProto_ = 0;
+  }
+
+  [[nodiscard]] int numAlgo() const { return numAlgo_; }
+  [[nodiscard]] int numProto() const { return numProto_; }
+  [[nodiscard]] bool empty() const { return numAlgo_ == 0 || numProto_ == 0; }
+
+  /** True if NCCL offers (algo, proto) for this call, i.e. its entry is not -1. */
+  [[nodiscard]] bool isCandidate(int algo, int proto) const {
+    return inRange(algo, proto) && entries_[algo * numProto_ + proto] >= 0.0f;
+  }
+
+  /** The entry's cost, or -1 when out of range. */
+  [[nodiscard]] float cost(int algo, int proto) const {
+    return inRange(algo, proto) ? entries_[algo * numProto_ + proto] : -1.0f;
+  }
+
+  /** Sets a candidate entry's cost (a negative value is refused). Returns false and leaves the
+   *  table alone for a -1 entry, out-of-range indices or a negative cost. */
+  bool setCost(int algo, int proto, float microseconds) {
+    if (!isCandidate(algo, proto) || !(microseconds >= 0.0f)) return false;
+    entries_[algo * numProto_ + proto] = microseconds;
+    return true;
+  }
+
+ private:
+  [[nodiscard]] bool inRange(int algo, int proto) const {
+    return algo >= 0 && algo < numAlgo_ && proto >= 0 && proto < numProto_;
+  }
+
+  float* entries_;
+  int numAlgo_;
+  int numProto_;
+};
+
+/**
+ * Creates the context for one communicator in *context (null when anything fails: NCCL then
+ * calls the other entry points with a null context, which are no-ops). Routes our log lines
+ * through logger (when non-null) and logs the communicator's topology once at INFO. In a
+ * process that loaded us only as NCCL's tuner (no interposer wrapper ran and LD_PRELOAD does
+ * not name us) it tells the user once per process how to turn the Lamport path on, and keeps
+ * the object loaded so a reload by NCCL does not repeat that. No CUDA calls. Always returns
+ * ncclSuccess.
+ */
+ncclResult_t tunerInit(const TunerCommInfo& comm, NcclDebugLogger logger, void** context) noexcept;
+
+/**
+ * One collective's tuning query. costTable may be null (tuner ABI v2 has none); nChannels is
+ * never written. Always returns ncclSuccess; a null context is a no-op.
+ */
+ncclResult_t tunerGetCollInfo(void* context, int collType, size_t nBytes, int numPipeOps,
+                              float* costTable, int numAlgo, int numProto, int regBuff,
+                              int* nChannels) noexcept;
+
+/** Frees the context created by tunerInit (null: no-op). Always returns ncclSuccess. */
+ncclResult_t tunerFinalize(void* context) noexcept;
+
+/**
+ * THE hook for cost edits: the only function allowed to change NCCL's cost table, and only
+ * through CostTable::setCost (so entries NCCL marked -1 stay -1). In this version it edits
+ * nothing: every cost stays as NCCL computed it, so NCCL's own choice is unchanged.
+ */
+void editCollCosts(const TunerContext& context, int collType, size_t nBytes, CostTable& table);
+
+/** Called by every interposer wrapper: this process runs the Lamport path (LD_PRELOAD). */
+inline void markInterposerActive();
+/** True once any interposer wrapper ran in this process. */
+inline bool interposerActive();
+
+/** The absolute path of the object that holds this code (dladdr), or "" if unknown. */
+std::string ownObjectPath();
+
+/** The INFO line a tuner-only process gets, naming the object to preload. */
+std::string tunerOnlyNotice(const std::string& objectPath);
+
+/**
+ * True when ldPreload (an LD_PRELOAD value: entries separated by spaces or colons) names the
+ * object at ourPath (absolute), by full path or by file name. False for null or empty inputs
+ * and for a relative ourPath.
+ */
+bool preloadListNames(const char* ldPreload, const char* ourPath);
+
+/**
+ * Self-registration as NCCL's tuner (SPEC 2), as a pure decision: true when ldPreload names
+ * our object (preloadListNames) and tunerPluginEnv (NCCL_TUNER_PLUGIN) is unset or empty.
+ * The caller then sets NCCL_TUNER_PLUGIN=ourPath.
+ */
+bool shouldSelfRegisterAsTuner(const char* ldPreload, const char* tunerPluginEnv,
+                               const char* ourPath);
+
+/** Forgets that the interposer ran and that the tuner-only notice was shown (tests only). */
+void resetTunerProcessStateForTest();
+
+namespace detail {
+extern std::atomic<bool> gInterposerActive;
+}  // namespace detail
+
+inline void markInterposerActive() {
+  // Load first: wrappers call this on every call, and a store would bounce the cache line.
+  if (!detail::gInterposerActive.load(std::memory_order_relaxed)) {
+    detail::gInterposerActive.store(true, std::memory_order_release);
+  }
+}
+
+inline bool interposerActive() { return detail::gInterposerActive.load(std::memory_order_acquire); }
+
+}  // namespace nccl_lamport

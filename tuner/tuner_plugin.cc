@@ -1,0 +1,138 @@
+// The exported NCCL tuner structs, one per ABI version, each a thin adapter over tuner_impl.
+//
+// NCCL dlsym()s "ncclTunerPlugin_vN" newest first and takes the first it finds, so every
+// release from 2.21 on finds a version it speaks. This file is compiled into the shared object
+// itself (and, for tests, into lamport_tuner_exports); every function here is hidden, only the
+// structs are exported.
+#include "tuner/abi/tuner_abi.h"
+#include "tuner/tuner_impl.h"
+
+namespace nccl_lamport {
+namespace {
+
+constexpr const char* kTunerName = "lamport";
+
+TunerCommInfo commInfoWithoutId(int abiVersion, size_t nRanks, size_t nNodes) {
+  TunerCommInfo comm;
+  comm.abiVersion = abiVersion;
+  comm.nRanks = nRanks;
+  comm.nNodes = nNodes;
+  return comm;
+}
+
+TunerCommInfo commInfoWithId(int abiVersion, uint64_t commId, size_t nRanks, size_t nNodes,
+                             const abi::NvlDomainInfoV5* nvl) {
+  TunerCommInfo comm = commInfoWithoutId(abiVersion, nRanks, nNodes);
+  comm.hasCommId = true;
+  comm.commId = commId;
+  if (nvl != nullptr) {
+    comm.hasNvlDomains = true;
+    comm.nvlDomains.nDomains = nvl->nNvlDomains;
+    comm.nvlDomains.minRanksPerDomain = nvl->minRanksPerNvlDomain;
+    comm.nvlDomains.maxRanksPerDomain = nvl->maxRanksPerNvlDomain;
+  }
+  return comm;
+}
+
+// NCCL passes float[numAlgo][numProto] as float**; the pointer is the first float.
+float* costEntries(float** collCostTable) { return reinterpret_cast<float*>(collCostTable); }
+
+// ---- v2: NCCL 2.21 ------------------------------------------------------------------------
+ncclResult_t initV2(size_t nRanks, size_t nNodes, abi::TunerLogger logger, void** context) {
+  return tunerInit(commInfoWithoutId(2, nRanks, nNodes), logger, context);
+}
+
+ncclResult_t getCollInfoV2(void* context, abi::TunerFunc collType, size_t nBytes,
+                           int /*collNetSupport*/, int /*nvlsSupport*/, int numPipeOps,
+                           int* /*algorithm*/, int* /*protocol*/, int* nChannels) {
+  // v2 has no cost table; leaving algorithm/protocol untouched keeps NCCL's choice.
+  return tunerGetCollInfo(context, collType, nBytes, numPipeOps, nullptr, 0, 0, 0, nChannels);
+}
+
+// ---- v3: NCCL 2.22 - 2.23 -----------------------------------------------------------------
+ncclResult_t initV3(size_t nRanks, size_t nNodes, abi::TunerLogger logger, void** context) {
+  return tunerInit(commInfoWithoutId(3, nRanks, nNodes), logger, context);
+}
+
+ncclResult_t getCollInfoV3(void* context, abi::TunerFunc collType, size_t nBytes, int numPipeOps,
+                           float** collCostTable, int numAlgo, int numProto, int* nChannels) {
+  return tunerGetCollInfo(context, collType, nBytes, numPipeOps, costEntries(collCostTable),
+                          numAlgo, numProto, 0, nChannels);
+}
+
+// ---- v4: NCCL 2.24 - 2.27 -----------------------------------------------------------------
+ncclResult_t initV4(size_t nRanks, size_t nNodes, abi::TunerLogger logger, void** context) {
+  return tunerInit(commInfoWithoutId(4, nRanks, nNodes), logger, context);
+}
+
+// ---- v4, v5 and v6 share getCollInfo's signature ------------------------------------------
+ncclResult_t getCollInfoV4(void* context, abi::TunerFunc collType, size_t nBytes, int numPipeOps,
+                           float** collCostTable, int numAlgo, int numProto, int regBuff,
+                           int* nChannels) {
+  return tunerGetCollInfo(context, collType, nBytes, numPipeOps, costEntries(collCostTable),
+                          numAlgo, numProto, regBuff, nChannels);
+}
+
+// ---- v5: NCCL 2.28 - 2.29 -----------------------------------------------------------------
+ncclResult_t initV5(void** context, uint64_t commId, size_t nRanks, size_t nNodes,
+                    abi::TunerLogger logger, abi::NvlDomainInfoV5* nvlDomainInfo,
+                    abi::TunerConstantsV5* /*constants: left as NCCL set them*/) {
+  return tunerInit(commInfoWithId(5, commId, nRanks, nNodes, nvlDomainInfo), logger, context);
+}
+
+// ---- v6: NCCL 2.30+ -----------------------------------------------------------------------
+ncclResult_t initV6(void** context, uint64_t commId, size_t nRanks, size_t nNodes,
+                    abi::TunerLogger logger, abi::NvlDomainInfoV6* nvlDomainInfo,
+                    abi::TunerConstantsV6* /*constants: left as NCCL set them*/) {
+  return tunerInit(commInfoWithId(6, commId, nRanks, nNodes, nvlDomainInfo), logger, context);
+}
+
+ncclResult_t finalize(void* context) { return tunerFinalize(context); }
+
+}  // namespace
+}  // namespace nccl_lamport
+
+namespace lamport_abi = nccl_lamport::abi;
+
+/** NCCL 2.21. */
+extern "C" LAMPORT_TUNER_EXPORT const lamport_abi::TunerV2 ncclTunerPlugin_v2 = {
+    /*name=*/nccl_lamport::kTunerName,
+    /*init=*/nccl_lamport::initV2,
+    /*getCollInfo=*/nccl_lamport::getCollInfoV2,
+    /*destroy=*/nccl_lamport::finalize,
+};
+
+/** NCCL 2.22 - 2.23. */
+extern "C" LAMPORT_TUNER_EXPORT const lamport_abi::TunerV3 ncclTunerPlugin_v3 = {
+    /*name=*/nccl_lamport::kTunerName,
+    /*init=*/nccl_lamport::initV3,
+    /*getCollInfo=*/nccl_lamport::getCollInfoV3,
+    /*destroy=*/nccl_lamport::finalize,
+};
+
+/** NCCL 2.24 - 2.27. */
+extern "C" LAMPORT_TUNER_EXPORT const lamport_abi::TunerV4 ncclTunerPlugin_v4 = {
+    /*name=*/nccl_lamport::kTunerName,
+    /*init=*/nccl_lamport::initV4,
+    /*getCollInfo=*/nccl_lamport::getCollInfoV4,
+    /*destroy=*/nccl_lamport::finalize,
+};
+
+/** NCCL 2.28 - 2.29. */
+extern "C" LAMPORT_TUNER_EXPORT const lamport_abi::TunerV5 ncclTunerPlugin_v5 = {
+    /*name=*/nccl_lamport::kTunerName,
+    /*init=*/nccl_lamport::initV5,
+    /*getCollInfo=*/nccl_lamport::getCollInfoV4,
+    /*finalize=*/nccl_lamport::finalize,
+};
+
+/** NCCL 2.30 and later (releases with a newer ABI still load v6). */
+extern "C" LAMPORT_TUNER_EXPORT const lamport_abi::TunerV6 ncclTunerPlugin_v6 = {
+    /*name=*/nccl_lamport::kTunerName,
+    /*init=*/nccl_lamport::initV6,
+    /*getCollInfo=*/nccl_lamport::getCollInfoV4,
+    /*finalize=*/nccl_lamport::finalize,
+    // Optional in v6: null keeps NCCL's own chunk size.
+    /*getChunkSize=*/nullptr,
+};
+
