@@ -192,10 +192,12 @@ double ulpAt(double magnitude, DType dtype) {
   return std::ldexp(1.0, exponent - 1 - (p - 1));
 }
 
-double tolerance(Bound bound, double refValue, double absSum, int nRanks, DType dtype) {
+double tolerance(Bound bound, double refValue, double absSum, int nRanks, DType dtype,
+                 ReduceOp op) {
   double unitRoundoff = std::ldexp(1.0, -24);
   if (bound == Bound::kNccl) unitRoundoff = std::max(unitRoundoff, std::ldexp(1.0, -precisionBits(dtype)));
-  return ulpAt(refValue, dtype) + static_cast<double>(nRanks) * unitRoundoff * absSum;
+  const int roundings = nRanks + (op == ReduceOp::kAvg ? 1 : 0);
+  return ulpAt(refValue, dtype) + static_cast<double>(roundings) * unitRoundoff * absSum;
 }
 
 ExactElement exactElement(const InputModel& model, size_t i) {
@@ -226,9 +228,10 @@ CheckSummary checkOutputs(const InputModel& model, size_t count, const void* ncc
     const ExactElement e = exactFromSeeds(seeds, i, model.dtype, model.op);
     const double gotNccl = loadElement(ncclOut, i, model.dtype);
     const double gotLamport = loadElement(lamportOut, i, model.dtype);
-    const double tolNccl = tolerance(Bound::kNccl, e.value, e.absSum, model.nRanks, model.dtype);
+    const double tolNccl =
+        tolerance(Bound::kNccl, e.value, e.absSum, model.nRanks, model.dtype, model.op);
     const double tolLamport =
-        tolerance(Bound::kLamport, e.value, e.absSum, model.nRanks, model.dtype);
+        tolerance(Bound::kLamport, e.value, e.absSum, model.nRanks, model.dtype, model.op);
     // Written as !(x <= tol) so that a NaN (the 0xFF poison included) counts as wrong.
     if (!(std::fabs(gotLamport - e.value) <= tolLamport)) {
       if (summary.wrongLamport == 0) describe("lamport", i, gotLamport, e, tolLamport);

@@ -10,16 +10,17 @@
 // ranks, since the inputs have at most 24 significant bits and magnitude < 1); for avg, / nRanks.
 // S_i = sum over ranks of |x_ri| (for avg, / nRanks): the scale of the rounding error.
 //
-// Tolerances (an element is wrong when |out - ref| > tol, or out is NaN):
-//   nccl-lamport:  tol = ulp_dtype(|ref|) + nRanks * 2^-24 * S
-//     The Lamport kernel accumulates in fp32 in rank order (at most nRanks fp32 roundings, each
-//     within 2^-24 of the running magnitude <= S, the avg scaling included) and converts to the
-//     datatype once (half an ulp of the result; one ulp leaves room for the fp32 error moving the
-//     result across a rounding boundary).
-//   stock NCCL:    tol = ulp_dtype(|ref|) + nRanks * max(2^-24, 2^-p) * S,  p = dtype precision
+// Tolerances (an element is wrong when |out - ref| > tol, or out is NaN). k = nRanks for sum,
+// nRanks + 1 for avg (one more rounding: the scaling by 1/nRanks).
+//   nccl-lamport:  tol = ulp_dtype(|ref|) + k * 2^-24 * S
+//     The Lamport kernel accumulates in fp32 in rank order (nRanks - 1 fp32 roundings, each within
+//     2^-24 of the running magnitude <= S; avg adds the scaling) and converts to the datatype
+//     once (half an ulp of the result; one ulp leaves room for the fp32 error moving the result
+//     across a rounding boundary). For sum this is exactly 1 ulp + nRanks * 2^-24 * sum|x_i|.
+//   stock NCCL:    tol = ulp_dtype(|ref|) + k * max(2^-24, 2^-p) * S,  p = dtype precision
 //     NCCL reduces fp16/bf16 in the element type itself (each ring/tree step rounds to the dtype,
-//     2^-p relative: p = 8 for bf16, 11 for fp16) and may pre-scale avg; with the fp32 bound it
-//     would fail for bf16 from 3 ranks on. For fp32 both bounds are the same.
+//     2^-p relative: p = 8 for bf16, 11 for fp16) and pre-scales avg by a rounded 1/nRanks; with
+//     the fp32 bound it would fail for bf16 from 3 ranks on. For fp32 both bounds are the same.
 #pragma once
 
 #include <cstddef>
@@ -60,7 +61,7 @@ void fillInput(void* data, size_t count, DType dtype, uint64_t seed);
 /** Which bound to apply (see the file comment). */
 enum class Bound { kLamport, kNccl };
 [[nodiscard]] double tolerance(Bound bound, double refValue, double absSum, int nRanks,
-                               DType dtype);
+                               DType dtype, ReduceOp op);
 
 /** The exact result of element i and its error scale. */
 struct ExactElement {

@@ -22,7 +22,11 @@ struct RankContext {
   /** Shared between all ranks and the parent; resultBytesPerRank bytes belong to each rank. */
   void* sharedResults = nullptr;
   size_t resultBytesPerRank = 0;
-  /** Waits for rank 0's unique id (rank 0 creates it through createId). */
+  /**
+   * Waits for rank 0's unique id (rank 0 creates it through createId; call it once per rank).
+   * Exits the calling process with status 3 if rank 0 failed to create it or died before
+   * publishing it.
+   */
   std::function<ncclUniqueId()> uniqueId;
   /** This rank's slice of sharedResults. */
   void* myResults() const { return static_cast<char*>(sharedResults) + rank * resultBytesPerRank; }

@@ -1,6 +1,5 @@
 // Host launchers of the Lamport one-shot kernel and the workspace init (lamport_allreduce.h).
 // No policy here: validate, size the grid, launch, return the launch's cudaError_t.
-#include <atomic>
 #include <cstdint>
 
 #include "kernels/lamport_allreduce.h"
@@ -95,27 +94,35 @@ OneShotKernel selectKernel(LamportDataType datatype, LamportReduceOp op, int nRa
 }
 
 /**
- * SM count of the current device, cached per device (one attribute query per device and process,
- * not per call). Falls back to 132 (H100/H200) if the query fails.
+ * Blocks of `kernel` that the current device runs at once (blocks per SM x SMs), cached per
+ * thread for each (device, kernel): a grid no larger is resident as a whole, which the Lamport
+ * wait needs (see lamportOneShotKernel), and more resident threads keep more 16 B NVLink
+ * accesses in flight for large messages. Falls back to 132 (one block per H100/H200 SM).
  */
-int currentDeviceSmCount() {
-  constexpr int kMaxCachedDevices = 64;
-  static std::atomic<int> cache[kMaxCachedDevices];
+int maxResidentBlocks(OneShotKernel kernel) {
+  struct Entry {
+    int device;
+    OneShotKernel kernel;
+    int blocks;
+  };
+  thread_local Entry cache[16];
+  thread_local int cached = 0;
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return 132;
-  if (device >= 0 && device < kMaxCachedDevices) {
-    const int cached = cache[device].load(std::memory_order_relaxed);
-    if (cached > 0) return cached;
+  for (int i = 0; i < cached; ++i) {
+    if (cache[i].device == device && cache[i].kernel == kernel) return cache[i].blocks;
   }
   int smCount = 0;
+  int perSm = 0;
   if (cudaDeviceGetAttribute(&smCount, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-      smCount <= 0) {
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, kLamportOneShotThreads, 0) !=
+          cudaSuccess ||
+      smCount <= 0 || perSm <= 0) {
     return 132;
   }
-  if (device >= 0 && device < kMaxCachedDevices) {
-    cache[device].store(smCount, std::memory_order_relaxed);
-  }
-  return smCount;
+  const int blocks = smCount * perSm;
+  if (cached < 16) cache[cached++] = Entry{device, kernel, blocks};
+  return blocks;
 }
 
 }  // namespace
@@ -138,11 +145,11 @@ cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t st
   if (args.sendbuff == nullptr || args.recvbuff == nullptr) return cudaErrorInvalidValue;
 
   // Grid: the whole message in flight at once, one 16 B vector per thread, one block for tiny
-  // messages, capped at one block per SM (then the kernel grid-strides).
+  // messages, capped at what the device holds at once (then the kernel grid-strides).
   const size_t nVectors = (args.count * elemBytes + kLamportVectorBytes - 1) / kLamportVectorBytes;
   size_t blocks = (nVectors + kLamportOneShotThreads - 1) / kLamportOneShotThreads;
-  const int smCount = currentDeviceSmCount();
-  if (blocks > static_cast<size_t>(smCount)) blocks = static_cast<size_t>(smCount);
+  const int residentBlocks = maxResidentBlocks(kernel);
+  if (blocks > static_cast<size_t>(residentBlocks)) blocks = static_cast<size_t>(residentBlocks);
   if (args.maxBlocks > 0 && blocks > static_cast<size_t>(args.maxBlocks)) {
     blocks = static_cast<size_t>(args.maxBlocks);
   }

@@ -3,7 +3,8 @@
 # PyTorch check, with every log written under $OUT. Run from the repository root on a machine
 # with >= 2 NVLink GPUs, after staging binaries with tests/stage_for_device.sh:
 #   OUT=/tmp/out bash tests/gpu_suite.sh [STAGE_DIR] [PARTS]
-# PARTS: any of gtest,bench,nccltests,torch (default: all).
+# PARTS: comma list, run in the order given, of gtest,bench,nccltests,torch (default: all);
+# GTESTS: space-separated test binaries to run (default: every tests/test_* in the stage).
 set -u
 STAGE=${1:-.device/stage}
 PARTS=${2:-gtest,bench,nccltests,torch}
@@ -18,7 +19,6 @@ export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:/usr/local/cuda/lib64:${CUDART_DIR:-}"
 SO=$(realpath "$STAGE/lib/libnccl-lamport.so")
 NT=$(realpath .third_party/nt-bin 2>/dev/null || echo "")
 summary="$OUT/summary.txt"
-: >"$summary"
 note() { echo "$*" | tee -a "$summary"; }
 
 {
@@ -28,24 +28,24 @@ note() { echo "$*" | tee -a "$summary"; }
 } >"$OUT/machine.txt" 2>&1
 note "machine: $(head -2 "$OUT/machine.txt" | tail -1)"
 
-if [[ $PARTS == *gtest* ]]; then
-  for t in "$STAGE"/tests/test_*; do
+run_gtest() {
+  for t in ${GTESTS:-"$STAGE"/tests/test_*}; do
     [ -x "$t" ] || continue
     name=$(basename "$t")
-    timeout 300 "$t" >"$OUT/gtest-$name.log" 2>&1
+    timeout "${GTEST_TIMEOUT:-150}" "$t" >"$OUT/gtest-$name.log" 2>&1
     rc=$?
     note "gtest $name: rc=$rc $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/gtest-$name.log" | tr '\n' ' ')"
   done
-  cat "$OUT"/gtest-*.log >"$OUT/gtest.log" 2>/dev/null
-fi
+}
 
-if [[ $PARTS == *bench* ]]; then
+run_bench() {
   timeout 300 "$STAGE/bench/nccl-lamport-bench" --json "$OUT/bench.json" --csv "$OUT/bench.csv" >"$OUT/bench.log" 2>&1
   note "bench: rc=$?"
   cat "$OUT/bench.log"
-fi
+}
 
-if [[ $PARTS == *nccltests* && -n "$NT" ]]; then
+run_nccltests() {
+  [ -n "$NT" ] || { note "nccl-tests: no binaries"; return; }
   ar="$NT/all_reduce_perf"
   log="$OUT/nccltests.log"
   : >"$log"
@@ -64,16 +64,23 @@ if [[ $PARTS == *nccltests* && -n "$NT" ]]; then
   run_nt "stock-G50" "$ar" -b 8 -e 8M -f 4 -g 2 -c 1 -d bfloat16 -G 50 -n 20 -w 5
   run_nt "lamport-G50" LD_PRELOAD="$SO" "$ar" -b 8 -e 8M -f 4 -g 2 -c 1 -d bfloat16 -G 50 -n 20 -w 5
   run_nt "lamport-t2-G10" LD_PRELOAD="$SO" "$ar" -b 8 -e 1M -f 8 -t 2 -c 1 -d half -G 10 -n 20 -w 5
-fi
+}
 
-if [[ $PARTS == *torch* ]]; then
+run_torch() {
   tlog="$OUT/torch.log"
-  PYTHONUNBUFFERED=1 timeout 180 torchrun --nproc_per_node=2 tests/torch/allreduce_check.py --out /tmp/torch-stock >"$tlog" 2>&1
+  rm -rf /tmp/torch-stock /tmp/torch-lamport
+  PYTHONUNBUFFERED=1 timeout 150 torchrun --nproc_per_node=2 tests/torch/allreduce_check.py --out /tmp/torch-stock >"$tlog" 2>&1
   note "torch stock: rc=$?"
-  LD_PRELOAD="$SO" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT PYTHONUNBUFFERED=1 timeout 180 \
+  LD_PRELOAD="$SO" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT PYTHONUNBUFFERED=1 timeout 150 \
     torchrun --nproc_per_node=2 tests/torch/allreduce_check.py --out /tmp/torch-lamport >>"$tlog" 2>&1
   note "torch lamport: rc=$? $(grep -c 'Lamport' "$tlog") Lamport log lines"
   python3 tests/torch/compare_runs.py /tmp/torch-stock /tmp/torch-lamport --ranks 2 >>"$tlog" 2>&1
   note "torch compare: rc=$? $(tail -1 "$tlog")"
-fi
+}
+
+IFS=, read -ra parts <<<"$PARTS"
+for part in "${parts[@]}"; do
+  "run_$part"
+done
+echo "=== summary"
 cat "$summary"

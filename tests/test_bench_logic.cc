@@ -228,40 +228,48 @@ TEST(Tolerance, UlpAtMagnitude) {
 }
 
 TEST(Tolerance, FormulaAsDocumented) {
-  // lamport: ulp(|ref|) + n * 2^-24 * S ; nccl: ulp(|ref|) + n * max(2^-24, 2^-p) * S
-  EXPECT_EQ(tolerance(Bound::kLamport, 1.0, 4.0, 8, DType::kBf16),
+  // lamport: ulp(|ref|) + k * 2^-24 * S ; nccl: ulp(|ref|) + k * max(2^-24, 2^-p) * S,
+  // k = nRanks for sum, nRanks + 1 for avg
+  EXPECT_EQ(tolerance(Bound::kLamport, 1.0, 4.0, 8, DType::kBf16, ReduceOp::kSum),
             std::ldexp(1.0, -7) + 8 * std::ldexp(1.0, -24) * 4.0);
-  EXPECT_EQ(tolerance(Bound::kNccl, 1.0, 4.0, 8, DType::kBf16),
+  EXPECT_EQ(tolerance(Bound::kLamport, 1.0, 4.0, 8, DType::kBf16, ReduceOp::kAvg),
+            std::ldexp(1.0, -7) + 9 * std::ldexp(1.0, -24) * 4.0);
+  EXPECT_EQ(tolerance(Bound::kNccl, 1.0, 4.0, 8, DType::kBf16, ReduceOp::kSum),
             std::ldexp(1.0, -7) + 8 * std::ldexp(1.0, -8) * 4.0);
-  EXPECT_EQ(tolerance(Bound::kNccl, 1.0, 4.0, 8, DType::kFp32),
-            tolerance(Bound::kLamport, 1.0, 4.0, 8, DType::kFp32));
+  EXPECT_EQ(tolerance(Bound::kNccl, 1.0, 4.0, 8, DType::kFp32, ReduceOp::kSum),
+            tolerance(Bound::kLamport, 1.0, 4.0, 8, DType::kFp32, ReduceOp::kSum));
 }
 
 // Rounds to the dtype through float, as a kernel's final conversion does.
 float toDType(double v, DType dtype) { return roundToDType(static_cast<float>(v), dtype); }
 
+// Models of both implementations: nccl-lamport sums in fp32 in rank order and (avg) multiplies
+// by 1/n in fp32; NCCL rounds to the dtype at every step and (avg) pre-multiplies each input by
+// 1/n rounded to the dtype. Both must stay inside their documented bounds.
 TEST(Tolerance, AcceptsFp32RankOrderAccumulationAndNcclStepRounding) {
+  constexpr size_t kBytes = 1 << 16;
   for (DType dtype : {DType::kBf16, DType::kFp16, DType::kFp32}) {
     for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg}) {
-      for (int n : {2, 3, 8}) {
-        const InputModel model{99, 1 << 14, n, dtype, op};
-        for (size_t i = 0; i < 4096; ++i) {
+      for (int n : {2, 3, 6, 8}) {
+        const InputModel model{99, kBytes, n, dtype, op};
+        const float scale = 1.0f / static_cast<float>(n);
+        const float scaleInDType = roundToDType(scale, dtype);
+        for (size_t i = 0; i < 32768; ++i) {
           const ExactElement e = exactElement(model, i);
           float lamport = 0, nccl = 0;
           for (int r = 0; r < n; ++r) {
-            const float x = inputValue(inputSeed(99, r, 1 << 14), i, dtype);
-            lamport += x;                       // fp32, rank order
-            nccl = toDType(nccl + x, dtype);    // rounded to the dtype at every step
+            const float x = inputValue(inputSeed(99, r, kBytes), i, dtype);
+            lamport += x;  // fp32, rank order
+            const float term = op == ReduceOp::kAvg ? toDType(x * scaleInDType, dtype) : x;
+            nccl = toDType(nccl + term, dtype);  // rounded to the dtype at every step
           }
-          if (op == ReduceOp::kAvg) {
-            lamport = lamport / static_cast<float>(n);
-            nccl = toDType(nccl / static_cast<float>(n), dtype);
-          }
+          if (op == ReduceOp::kAvg) lamport *= scale;
           const double gotLamport = toDType(lamport, dtype);
-          ASSERT_LE(std::fabs(gotLamport - e.value), tolerance(Bound::kLamport, e.value, e.absSum, n, dtype))
-              << name(dtype) << " n=" << n << " i=" << i;
-          ASSERT_LE(std::fabs(nccl - e.value), tolerance(Bound::kNccl, e.value, e.absSum, n, dtype))
-              << name(dtype) << " n=" << n << " i=" << i;
+          ASSERT_LE(std::fabs(gotLamport - e.value),
+                    tolerance(Bound::kLamport, e.value, e.absSum, n, dtype, op))
+              << name(dtype) << " " << name(op) << " n=" << n << " i=" << i;
+          ASSERT_LE(std::fabs(nccl - e.value), tolerance(Bound::kNccl, e.value, e.absSum, n, dtype, op))
+              << name(dtype) << " " << name(op) << " n=" << n << " i=" << i;
         }
       }
     }

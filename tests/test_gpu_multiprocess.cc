@@ -29,8 +29,8 @@ TEST_P(MultiProcessSweep, CountsLayoutsSumAvg) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, MultiProcessSweep, ::testing::Values(ncclFloat32, ncclFloat16, ncclBfloat16),
-                         [](const ::testing::TestParamInfo<ncclDataType_t>& info) {
-                           return std::string(dtypeName(info.param));
+                         [](const ::testing::TestParamInfo<ncclDataType_t>& p) {
+                           return std::string(dtypeName(p.param));
                          });
 
 TEST(MultiProcess, SpecialValues) {

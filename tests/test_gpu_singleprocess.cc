@@ -3,7 +3,9 @@
 // or with ncclGroupStart + ncclCommInitRank per GPU + ncclGroupEnd, and issues every step as
 // ncclGroupStart; ncclAllReduce per GPU; ncclGroupEnd. Each call is made while another GPU is the
 // current device (SPEC 5: the plugin runs on the communicator's device and leaves the current
-// device alone). Results of all ranks are compared byte for byte in this process.
+// device alone). Results of all ranks are compared byte for byte in this process. CUDA graphs are
+// captured on every GPU's stream at once, thread-local (as nccl-tests -g N -G does); the
+// multiprocess tests capture in global mode (PyTorch's default).
 //
 // This executable initialises CUDA in-process, so it never forks (unlike the multiprocess tests).
 #include "tests/gpu_test_support.h"
@@ -77,7 +79,7 @@ class SingleProcess : public ::testing::TestWithParam<InitMode> {
     for (int i = 0; i < n; ++i) h_.slots[i].comm = comms[i];
     h_.grouping = Grouping::kGrouped;
     h_.wrongCurrentDevice = true;
-    h_.captureMode = cudaStreamCaptureModeGlobal;
+    h_.captureMode = cudaStreamCaptureModeThreadLocal;  // as nccl-tests -g N -G captures
     h_.cross = &cross_;
     h_.failures = &failures_;
     h_.begin();
@@ -120,8 +122,8 @@ TEST_P(SingleProcess, BackToBack3000) { scenarioBackToBack(h_, 3000); }
 TEST_P(SingleProcess, CudaGraph500Replays) { scenarioCudaGraph(h_, 500); }
 
 INSTANTIATE_TEST_SUITE_P(Init, SingleProcess, ::testing::Values(InitMode::kInitAll, InitMode::kGroupedInitRank),
-                         [](const ::testing::TestParamInfo<InitMode>& info) {
-                           return std::string(modeName(info.param));
+                         [](const ::testing::TestParamInfo<InitMode>& p) {
+                           return std::string(modeName(p.param));
                          });
 
 }  // namespace

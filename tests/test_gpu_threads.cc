@@ -158,8 +158,8 @@ TEST_P(Threads, BackToBack3000) { LAMPORT_RUN_THREADS([](Harness& h) { scenarioB
 TEST_P(Threads, CudaGraph500Replays) { LAMPORT_RUN_THREADS([](Harness& h) { scenarioCudaGraph(h, 500); }); }
 
 INSTANTIATE_TEST_SUITE_P(Mode, Threads, ::testing::Values(ThreadMode::kUngrouped, ThreadMode::kGroupedPerThread),
-                         [](const ::testing::TestParamInfo<ThreadMode>& info) {
-                           return std::string(modeName(info.param));
+                         [](const ::testing::TestParamInfo<ThreadMode>& p) {
+                           return std::string(modeName(p.param));
                          });
 
 }  // namespace

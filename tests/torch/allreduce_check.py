@@ -21,6 +21,10 @@ def make_input(rank, n, dtype, salt):
     return torch.randn(n, generator=gen, dtype=torch.float32).to(dtype).cuda()
 
 
+def log(rank, text):
+    print(f"rank {rank}: {text}", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
@@ -42,11 +46,13 @@ def main():
             dist.all_reduce(y, op=dist.ReduceOp.AVG)
             results[f"avg/{dtype}/{n}"] = y.cpu()
 
+    log(rank, "eager sum/avg done")
     z = make_input(rank, 12345, torch.bfloat16, 3)
     work = dist.all_reduce(z, async_op=True)
     work.wait()
     results["async/bf16/12345"] = z.cpu()
 
+    log(rank, "async done")
     # CUDA graph: capture one all_reduce on a static buffer, replay with new inputs each time.
     static = make_input(rank, 8192, torch.bfloat16, 4)
     stream = torch.cuda.Stream()
@@ -64,9 +70,11 @@ def main():
             torch.cuda.synchronize()
             results[f"graph/bf16/8192/{i}"] = static.cpu()
     torch.cuda.synchronize()
+    log(rank, "graph replays done")
 
     os.makedirs(args.out, exist_ok=True)
     torch.save(results, os.path.join(args.out, f"rank{rank}.pt"))
+    log(rank, "results saved")
     dist.destroy_process_group()
     print(f"rank {rank}: {len(results)} results saved to {args.out}", flush=True)
 
