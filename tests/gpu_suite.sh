@@ -56,12 +56,13 @@ run_nccltests() {
     local rc=$?
     note "nccl-tests $label: rc=$rc $(grep -E 'Out of bounds values|Avg bus bandwidth' "$log" | tail -2 | tr -s ' ' | tr '\n' ' ')"
   }
-  for dt in bfloat16 half float; do
+  for dt in ${NT_DTYPES:-bfloat16 half float}; do
     run_nt "stock-g2-$dt" NCCL_LAMPORT_ENABLE=1 "$ar" -b 8 -e 16M -f 4 -g 2 -c 1 -d "$dt" -n 50 -w 10
     run_nt "lamport-g2-$dt" LD_PRELOAD="$SO" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT "$ar" -b 8 -e 16M -f 4 -g 2 -c 1 -d "$dt" -n 50 -w 10
   done
   run_nt "lamport-t2" LD_PRELOAD="$SO" "$ar" -b 8 -e 16M -f 4 -t 2 -c 1 -d bfloat16 -n 50 -w 10
   run_nt "stock-G50" "$ar" -b 8 -e 8M -f 4 -g 2 -c 1 -d bfloat16 -G 50 -n 20 -w 5
+  run_nt "stock-G50-R2" "$ar" -b 8 -e 8M -f 4 -g 2 -c 1 -d bfloat16 -G 50 -n 20 -w 5 -R 2
   run_nt "lamport-G50" LD_PRELOAD="$SO" "$ar" -b 8 -e 8M -f 4 -g 2 -c 1 -d bfloat16 -G 50 -n 20 -w 5
   run_nt "lamport-t2-G10" LD_PRELOAD="$SO" "$ar" -b 8 -e 1M -f 8 -t 2 -c 1 -d half -G 10 -n 20 -w 5
 }
@@ -84,3 +85,5 @@ for part in "${parts[@]}"; do
 done
 echo "=== summary"
 cat "$summary"
+# The device tool returns at most 8 files: pack every log into one archive.
+(cd "$OUT" && tar czf logs.tgz --exclude=logs.tgz --exclude=bench.json --exclude=summary.txt ./*.log ./*.txt ./*.csv 2>/dev/null)
