@@ -10,7 +10,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cctype>
 #include <fstream>
+#include <sstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -110,16 +112,23 @@ int parseCommandLine(int argc, char** argv, BenchOptions* opt) {
   return -1;
 }
 
+// The driver release from /proc ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64
+// 580.159.04 Release Build ..."): the first word after "Kernel Module" made of digits and dots.
 std::string readDriverRelease() {
   std::ifstream in("/proc/driver/nvidia/version");
   std::string line;
   if (!std::getline(in, line)) return "";
   const size_t at = line.find("Kernel Module");
   if (at == std::string::npos) return "";
-  size_t begin = line.find_first_not_of(' ', at + 13);
-  if (begin == std::string::npos) return "";
-  const size_t end = line.find(' ', begin);
-  return line.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+  std::istringstream words(line.substr(at + 13));
+  std::string word;
+  while (words >> word) {
+    if (!word.empty() && std::isdigit(static_cast<unsigned char>(word[0])) &&
+        word.find_first_not_of("0123456789.") == std::string::npos) {
+      return word;
+    }
+  }
+  return "";
 }
 
 std::string utcNow() {

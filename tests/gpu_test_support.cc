@@ -822,7 +822,19 @@ void scenarioCudaGraph(Harness& h, int replays) {
     if (err != cudaSuccess) h.fail(s, format("cudaStreamBeginCapture: %s", cudaGetErrorString(err)));
     ok = ok && err == cudaSuccess;
   }
-  for (Row& row : rows) ok = issueRow(h, row, false, "graph capture") && ok;
+  for (Row& row : rows) {
+    ok = issueRow(h, row, false, "graph capture") && ok;
+    // Name the first call that breaks the capture, instead of only seeing it at EndCapture.
+    for (RankSlot& s : h.slots) {
+      cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+      const cudaError_t err = cudaStreamIsCapturing(s.stream, &status);
+      if (ok && (err != cudaSuccess || status != cudaStreamCaptureStatusActive)) {
+        h.fail(s, format("capture broken after %s: %s (status %d)", row[s.index]->label().c_str(),
+                         cudaGetErrorString(err), static_cast<int>(status)));
+        ok = false;
+      }
+    }
+  }
   for (RankSlot& s : h.slots) {
     DeviceGuard guard(s.device);
     cudaError_t err = cudaStreamEndCapture(s.stream, &graphs[s.index]);

@@ -75,6 +75,9 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     torch.save(results, os.path.join(args.out, f"rank{rank}.pt"))
     log(rank, "results saved")
+    # NCCL waits in ncclCommDestroy for graphs that still hold its work: release ours first.
+    del graph
+    torch.cuda.synchronize()
     dist.destroy_process_group()
     print(f"rank {rank}: {len(results)} results saved to {args.out}", flush=True)
 
