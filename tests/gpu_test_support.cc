@@ -835,11 +835,20 @@ void scenarioCudaGraph(Harness& h, int replays) {
       }
     }
   }
+  // End every capture before instantiating any graph: with one thread capturing several streams
+  // (thread-local mode), cudaGraphInstantiate is not allowed while another capture is open, and
+  // trying it breaks that capture (seen on 2 x H200, CUDA 13.0).
   for (RankSlot& s : h.slots) {
     DeviceGuard guard(s.device);
-    cudaError_t err = cudaStreamEndCapture(s.stream, &graphs[s.index]);
-    if (err == cudaSuccess) err = cudaGraphInstantiate(&execs[s.index], graphs[s.index], 0);
-    if (err != cudaSuccess) h.fail(s, format("capture/instantiate: %s", cudaGetErrorString(err)));
+    const cudaError_t err = cudaStreamEndCapture(s.stream, &graphs[s.index]);
+    if (err != cudaSuccess) h.fail(s, format("cudaStreamEndCapture: %s", cudaGetErrorString(err)));
+    ok = ok && err == cudaSuccess;
+  }
+  for (RankSlot& s : h.slots) {
+    if (!ok) break;
+    DeviceGuard guard(s.device);
+    const cudaError_t err = cudaGraphInstantiate(&execs[s.index], graphs[s.index], 0);
+    if (err != cudaSuccess) h.fail(s, format("cudaGraphInstantiate: %s", cudaGetErrorString(err)));
     ok = ok && err == cudaSuccess;
   }
   h.checkCounters("graph capture");  // a captured call counts once, when captured
