@@ -51,6 +51,13 @@ struct LamportOneShotArgs {
 cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t stream);
 
 /**
+ * Loads every one-shot kernel variant a communicator of nRanks may launch on the current device
+ * and caches its grid limit, so no launch ever loads a module lazily (which is not allowed during
+ * stream capture and may deadlock while another Lamport kernel spins). Call outside capture.
+ */
+cudaError_t lamportPrepareKernels(int nRanks);
+
+/**
  * Prepares a freshly allocated workspace: every buffer byte set to the empty sentinel (-0.0 in
  * every 32-bit word) and the control block zeroed. Stream-ordered on `stream`.
  */

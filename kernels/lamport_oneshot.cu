@@ -1,5 +1,6 @@
 // Host launchers of the Lamport one-shot kernel and the workspace init (lamport_allreduce.h).
 // No policy here: validate, size the grid, launch, return the launch's cudaError_t.
+#include <atomic>
 #include <cstdint>
 
 #include "kernels/lamport_allreduce.h"
@@ -93,24 +94,30 @@ OneShotKernel selectKernel(LamportDataType datatype, LamportReduceOp op, int nRa
   return nullptr;
 }
 
+/** Index of a kernel variant in the grid-limit cache: datatype x op x unrolled nRanks. */
+int variantIndex(LamportDataType datatype, LamportReduceOp op, int nRanks) {
+  const int ranksSlot = nRanks == 2 ? 1 : nRanks == 4 ? 2 : nRanks == 8 ? 3 : 0;
+  return (static_cast<int>(datatype) * 2 + static_cast<int>(op)) * 4 + ranksSlot;
+}
+
+constexpr int kCachedDevices = 64;
+constexpr int kVariants = 3 * 2 * 4;
+// Grid limit per (device, variant); 0 = not computed yet. Written once, read on every launch.
+std::atomic<int> gResidentBlocks[kCachedDevices][kVariants];
+
 /**
- * Blocks of `kernel` that the current device runs at once (blocks per SM x SMs), cached per
- * thread for each (device, kernel): a grid no larger is resident as a whole, which the Lamport
- * wait needs (see lamportOneShotKernel), and more resident threads keep more 16 B NVLink
- * accesses in flight for large messages. Falls back to 132 (one block per H100/H200 SM).
+ * Blocks of `kernel` that the current device runs at once (blocks per SM x SMs): a grid no larger
+ * is resident as a whole, which the Lamport wait needs (see lamportOneShotKernel), and more
+ * resident threads keep more 16 B NVLink accesses in flight for large messages. Cached per
+ * (device, variant); falls back to 132 (one block per H100/H200 SM) if a query fails.
  */
-int maxResidentBlocks(OneShotKernel kernel) {
-  struct Entry {
-    int device;
-    OneShotKernel kernel;
-    int blocks;
-  };
-  thread_local Entry cache[16];
-  thread_local int cached = 0;
+int maxResidentBlocks(OneShotKernel kernel, int variant) {
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return 132;
-  for (int i = 0; i < cached; ++i) {
-    if (cache[i].device == device && cache[i].kernel == kernel) return cache[i].blocks;
+  const bool cacheable = device >= 0 && device < kCachedDevices;
+  if (cacheable) {
+    const int cached = gResidentBlocks[device][variant].load(std::memory_order_relaxed);
+    if (cached > 0) return cached;
   }
   int smCount = 0;
   int perSm = 0;
@@ -121,7 +128,7 @@ int maxResidentBlocks(OneShotKernel kernel) {
     return 132;
   }
   const int blocks = smCount * perSm;
-  if (cached < 16) cache[cached++] = Entry{device, kernel, blocks};
+  if (cacheable) gResidentBlocks[device][variant].store(blocks, std::memory_order_relaxed);
   return blocks;
 }
 
@@ -148,7 +155,7 @@ cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t st
   // messages, capped at what the device holds at once (then the kernel grid-strides).
   const size_t nVectors = (args.count * elemBytes + kLamportVectorBytes - 1) / kLamportVectorBytes;
   size_t blocks = (nVectors + kLamportOneShotThreads - 1) / kLamportOneShotThreads;
-  const int residentBlocks = maxResidentBlocks(kernel);
+  const int residentBlocks = maxResidentBlocks(kernel, variantIndex(args.datatype, args.op, layout.nRanks));
   if (blocks > static_cast<size_t>(residentBlocks)) blocks = static_cast<size_t>(residentBlocks);
   if (args.maxBlocks > 0 && blocks > static_cast<size_t>(args.maxBlocks)) {
     blocks = static_cast<size_t>(args.maxBlocks);
@@ -162,6 +169,19 @@ cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t st
   config.attrs = nullptr;
   config.numAttrs = 0;
   return cudaLaunchKernelEx(&config, kernel, args);
+}
+
+cudaError_t lamportPrepareKernels(int nRanks) {
+  for (LamportDataType datatype : {LamportDataType::kFloat32, LamportDataType::kFloat16, LamportDataType::kBFloat16}) {
+    for (LamportReduceOp op : {LamportReduceOp::kSum, LamportReduceOp::kAvg}) {
+      const OneShotKernel kernel = selectKernel(datatype, op, nRanks);
+      cudaFuncAttributes attributes{};
+      const cudaError_t err = cudaFuncGetAttributes(&attributes, kernel);  // loads the module
+      if (err != cudaSuccess) return err;
+      maxResidentBlocks(kernel, variantIndex(datatype, op, nRanks));
+    }
+  }
+  return cudaSuccess;
 }
 
 cudaError_t launchLamportWorkspaceInit(char* localBase, const LamportLayout& layout,

@@ -36,17 +36,17 @@ void CommRegistry::insert(std::unique_ptr<LamportComm> lc) {
   comms_[key] = std::move(lc);
 }
 
-LamportComm* CommRegistry::find(ncclComm_t comm) const {
+std::shared_ptr<LamportComm> CommRegistry::find(ncclComm_t comm) const {
   std::shared_lock<std::shared_mutex> lock(mutex_);
   auto it = comms_.find(comm);
-  return it == comms_.end() ? nullptr : it->second.get();
+  return it == comms_.end() ? nullptr : it->second;
 }
 
-std::unique_ptr<LamportComm> CommRegistry::remove(ncclComm_t comm) {
+std::shared_ptr<LamportComm> CommRegistry::remove(ncclComm_t comm) {
   std::unique_lock<std::shared_mutex> lock(mutex_);
   auto it = comms_.find(comm);
   if (it == comms_.end()) return nullptr;
-  std::unique_ptr<LamportComm> lc = std::move(it->second);
+  std::shared_ptr<LamportComm> lc = std::move(it->second);
   comms_.erase(it);
   return lc;
 }

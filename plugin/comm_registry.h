@@ -5,6 +5,7 @@
 // published as ready, and never changed afterwards.
 #pragma once
 
+#include <cuda_runtime_api.h>
 #include <nccl.h>
 
 #include <atomic>
@@ -45,6 +46,15 @@ struct LamportComm {
   std::vector<std::unique_ptr<PeerMapping>> peers;
   LamportHostFlags* hostFlags = nullptr;  // cudaHostAlloc'd, mapped; null if not eligible
 
+  /** Set by ncclCommFinalize: from then on every call goes to NCCL (and gets NCCL's answer). */
+  std::atomic<bool> finalized{false};
+  /** Stream of the last call we launched, and an event to order a call on another stream after
+   *  it: NCCL serialises a communicator's operations whatever their streams, and two Lamport
+   *  rounds of one communicator must never overlap. */
+  cudaStream_t lastStream = nullptr;
+  cudaEvent_t orderEvent = nullptr;
+  std::atomic<bool> streamWarned{false};
+
   std::atomic<uint64_t> lamportCalls{0};
   std::atomic<uint64_t> ncclCalls{0};
   std::atomic<bool> errorReported{false};
@@ -63,16 +73,17 @@ class CommRegistry {
 
   /** Adds (or replaces) the entry for lc->comm. */
   void insert(std::unique_ptr<LamportComm> lc);
-  /** The entry for comm or null. The pointer stays valid until remove(comm). */
-  LamportComm* find(ncclComm_t comm) const;
+  /** The entry for comm or null. Shared: a destroy or abort on another thread (PyTorch's
+   *  watchdog) cannot free it under a caller that is still using it. */
+  std::shared_ptr<LamportComm> find(ncclComm_t comm) const;
   /** Takes the entry out (null if none). */
-  std::unique_ptr<LamportComm> remove(ncclComm_t comm);
+  std::shared_ptr<LamportComm> remove(ncclComm_t comm);
   /** Number of entries (tests, leak checks). */
   size_t size() const;
 
  private:
   mutable std::shared_mutex mutex_;
-  std::unordered_map<ncclComm_t, std::unique_ptr<LamportComm>> comms_;
+  std::unordered_map<ncclComm_t, std::shared_ptr<LamportComm>> comms_;
 };
 
 }  // namespace nccl_lamport

@@ -10,6 +10,7 @@
 #include "include/nccl_lamport.h"
 #include "kernels/lamport_allreduce.h"
 #include "plugin/comm_registry.h"
+#include "plugin/cuda_guards.h"
 #include "plugin/export.h"
 #include "plugin/interpose_state.h"
 #include "plugin/log.h"
@@ -28,6 +29,36 @@ LamportDataType toLamportType(ncclDataType_t datatype) {
   }
 }
 
+/**
+ * Orders this call after the communicator's previous Lamport call when that one went to another
+ * stream: NCCL serialises a communicator's operations whatever their streams, and two Lamport
+ * rounds of one communicator must never overlap (they share the rotation state). Costs nothing
+ * while the stream stays the same. Both streams must be capturing into one graph, or neither.
+ */
+void orderAfterPreviousStream(LamportComm& lc, cudaStream_t stream) {
+  cudaStream_t last = lc.lastStream;
+  lc.lastStream = stream;
+  if (last == nullptr || last == stream || lc.orderEvent == nullptr) return;
+  cudaStreamCaptureStatus lastStatus = cudaStreamCaptureStatusNone;
+  cudaStreamCaptureStatus newStatus = cudaStreamCaptureStatusNone;
+  const bool queried = cudaStreamIsCapturing(last, &lastStatus) == cudaSuccess &&
+                       cudaStreamIsCapturing(stream, &newStatus) == cudaSuccess;
+  cudaError_t err = cudaErrorNotSupported;
+  if (queried && (lastStatus == cudaStreamCaptureStatusNone) == (newStatus == cudaStreamCaptureStatusNone)) {
+    err = cudaEventRecord(lc.orderEvent, last);
+    if (err == cudaSuccess) err = cudaStreamWaitEvent(stream, lc.orderEvent, 0);
+  }
+  if (err != cudaSuccess) {
+    cudaGetLastError();  // not sticky; keep it from surfacing in the user's next check
+    if (!lc.streamWarned.exchange(true)) {
+      LAMPORT_INFO(kSubsysColl,
+                   "comm %p rank %d: allreduce calls alternate between streams that cannot be ordered "
+                   "(%s); order them yourself (events) or use one stream per communicator",
+                   static_cast<void*>(lc.comm), lc.rank, queried ? cudaGetErrorString(err) : "capture state unknown");
+    }
+  }
+}
+
 /** Runs one allreduce on the Lamport kernel of lc, on lc's device, leaving the caller's current
  *  device as it was. */
 ncclResult_t launchOneShot(LamportComm& lc, const void* sendbuff, void* recvbuff, size_t count,
@@ -42,11 +73,12 @@ ncclResult_t launchOneShot(LamportComm& lc, const void* sendbuff, void* recvbuff
   args.datatype = toLamportType(datatype);
   args.op = op == ncclAvg ? LamportReduceOp::kAvg : LamportReduceOp::kSum;
 
-  int callerDev = -1;
-  cudaGetDevice(&callerDev);
-  if (callerDev != lc.cudaDev) cudaSetDevice(lc.cudaDev);
-  cudaError_t err = launchLamportOneShot(args, stream);
-  if (callerDev != lc.cudaDev && callerDev >= 0) cudaSetDevice(callerDev);
+  cudaError_t err;
+  {
+    ScopedDevice onCommDevice(lc.cudaDev);
+    orderAfterPreviousStream(lc, stream);
+    err = launchLamportOneShot(args, stream);
+  }
   if (err != cudaSuccess) {
     LAMPORT_WARN("comm %p rank %d: Lamport kernel launch failed: %s", static_cast<void*>(lc.comm), lc.rank,
                  cudaGetErrorString(err));
@@ -55,8 +87,8 @@ ncclResult_t launchOneShot(LamportComm& lc, const void* sendbuff, void* recvbuff
   lc.lamportCalls.fetch_add(1, std::memory_order_relaxed);
   // Like NCCL's own per-collective line: INFO, subsystem COLL (NCCL_DEBUG_SUBSYS=COLL shows it).
   LAMPORT_INFO(kSubsysColl, "AllReduce comm %p rank %d count %zu datatype %d op %d stream %p: Lamport one-shot",
-                static_cast<void*>(lc.comm), lc.rank, count, static_cast<int>(datatype), static_cast<int>(op),
-                static_cast<void*>(stream));
+               static_cast<void*>(lc.comm), lc.rank, count, static_cast<int>(datatype), static_cast<int>(op),
+               static_cast<void*>(stream));
   return ncclSuccess;
 }
 
@@ -64,6 +96,8 @@ ncclResult_t launchOneShot(LamportComm& lc, const void* sendbuff, void* recvbuff
 
 AllReducePath pathFor(const LamportComm* lc, size_t count, ncclDataType_t datatype, ncclRedOp_t op) {
   if (lc == nullptr || !interposerEnabled()) return AllReducePath::kNccl;
+  // After ncclCommFinalize (collective, so every rank is past the same call) NCCL answers.
+  if (lc->finalized.load(std::memory_order_relaxed)) return AllReducePath::kNccl;
   return routeAllReduce(lc->table, lc->eligible, lc->nRanks, datatype, op, count);
 }
 
@@ -79,10 +113,11 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvb
     LAMPORT_WARN("ncclAllReduce: the real NCCL function was not found (is libnccl loaded?)");
     return ncclSystemError;
   }
-  LamportComm* lc = interposerEnabled() && comm != nullptr ? CommRegistry::instance().find(comm) : nullptr;
+  const std::shared_ptr<LamportComm> lc =
+      interposerEnabled() && comm != nullptr ? CommRegistry::instance().find(comm) : nullptr;
   if (lc == nullptr) return real(sendbuff, recvbuff, count, datatype, op, comm, stream);
   // Null buffers are invalid arguments: NCCL reports them with its own code and message.
-  if (pathFor(lc, count, datatype, op) != AllReducePath::kLamportOneShot || sendbuff == nullptr ||
+  if (pathFor(lc.get(), count, datatype, op) != AllReducePath::kLamportOneShot || sendbuff == nullptr ||
       recvbuff == nullptr) {
     lc->ncclCalls.fetch_add(1, std::memory_order_relaxed);
     return real(sendbuff, recvbuff, count, datatype, op, comm, stream);

@@ -122,7 +122,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, co
 
 static bool parentBlocking(ncclComm_t parent) {
   // A split without a config inherits the parent's blocking mode.
-  LamportComm* lc = CommRegistry::instance().find(parent);
+  const std::shared_ptr<LamportComm> lc = CommRegistry::instance().find(parent);
   return lc == nullptr ? blockingByDefault() : !lc->nonBlocking;
 }
 
@@ -146,12 +146,13 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRan
 
 NCCL_LAMPORT_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   REAL_OR_FAIL(ncclCommFinalize);
+  if (interposerEnabled()) markFinalized(comm);
   return real(comm);
 }
 
 NCCL_LAMPORT_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   REAL_OR_FAIL(ncclCommDestroy);
-  if (interposerEnabled()) releaseComm(comm);
+  if (interposerEnabled()) releaseComm(comm, /*aborting=*/false);
   return real(comm);
 }
 
@@ -161,7 +162,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   // Stop our waiting kernels first, so nothing of ours holds the device while NCCL aborts.
   requestAbort(comm);
   ncclResult_t result = real(comm);
-  releaseComm(comm);
+  releaseComm(comm, /*aborting=*/true);
   return result;
 }
 
@@ -171,7 +172,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResu
   if (result != ncclSuccess || asyncError == nullptr || *asyncError != ncclSuccess || !interposerEnabled()) {
     return result;
   }
-  LamportComm* lc = CommRegistry::instance().find(comm);
+  const std::shared_ptr<LamportComm> lc = CommRegistry::instance().find(comm);
   if (lc != nullptr) *asyncError = lamportAsyncError(*lc);
   return result;
 }

@@ -12,8 +12,8 @@ using namespace nccl_lamport;
 NCCL_LAMPORT_EXPORT ncclResult_t ncclLamportGetAllReducePath(ncclComm_t comm, size_t count, ncclDataType_t datatype,
                                                              ncclRedOp_t op, ncclLamportPath_t* path) {
   if (path == nullptr) return ncclInvalidArgument;
-  const LamportComm* lc = comm != nullptr ? CommRegistry::instance().find(comm) : nullptr;
-  *path = pathFor(lc, count, datatype, op) == AllReducePath::kLamportOneShot ? ncclLamportPathOneShot
+  const std::shared_ptr<LamportComm> lc = comm != nullptr ? CommRegistry::instance().find(comm) : nullptr;
+  *path = pathFor(lc.get(), count, datatype, op) == AllReducePath::kLamportOneShot ? ncclLamportPathOneShot
                                                                               : ncclLamportPathNccl;
   return ncclSuccess;
 }
@@ -21,7 +21,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclLamportGetAllReducePath(ncclComm_t comm, si
 NCCL_LAMPORT_EXPORT ncclResult_t ncclLamportGetCommInfo(ncclComm_t comm, ncclLamportCommInfo_t* info) {
   if (info == nullptr) return ncclInvalidArgument;
   memset(info, 0, sizeof(*info));
-  const LamportComm* lc = comm != nullptr ? CommRegistry::instance().find(comm) : nullptr;
+  const std::shared_ptr<LamportComm> lc = comm != nullptr ? CommRegistry::instance().find(comm) : nullptr;
   if (lc == nullptr) return ncclSuccess;
   info->known = 1;
   info->eligible = lc->eligible ? 1 : 0;

@@ -4,6 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <mutex>
+#include <chrono>
+#include <atomic>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -15,6 +18,7 @@
 #include "kernels/lamport_allreduce.h"
 #include "plugin/comm_registry.h"
 #include "plugin/config.h"
+#include "plugin/cuda_guards.h"
 #include "plugin/fd_exchange.h"
 #include "plugin/log.h"
 #include "plugin/peer_memory.h"
@@ -106,8 +110,11 @@ struct SetupState {
   int exportedFd = -1;
   bool proceed = false;  // round-1 verdict, identical on every rank
   bool localOk = false;  // this rank mapped every peer and initialised its buffers
+  std::thread serverThread;
+  bool served = true;    // every peer in another process fetched our descriptor
 
   ~SetupState() {
+    if (serverThread.joinable()) serverThread.join();
     if (exportedFd >= 0) close(exportedFd);
     if (sendDev != nullptr) cudaFree(sendDev);
     if (recvDev != nullptr) cudaFree(recvDev);
@@ -251,49 +258,82 @@ bool samePeerProcess(const ExchangeRecord& a, const ExchangeRecord& b) {
   return a.hostHash == b.hostHash && a.processId == b.processId && a.processNonce == b.processNonce;
 }
 
-/** Checks links and maps every peer's workspace; sets s.localOk. */
-void mapPeers(SetupState& s, const Config& config) {
-  LamportComm& lc = *s.lc;
-  cudaSetDevice(lc.cudaDev);
+/** Starts serving our descriptor to the peers in other processes. Every communicator of a
+ *  set-up serves before any fetches, so two processes that set up several communicators in
+ *  different orders never wait on each other's servers. */
+void startServing(SetupState& s) {
+  const LamportComm& lc = *s.lc;
   int remoteProcessPeers = 0;
   for (int r = 0; r < lc.nRanks; ++r) {
     if (r != lc.rank && !samePeerProcess(s.records[r], s.mine)) ++remoteProcessPeers;
   }
-  // Serve our descriptor to peers in other processes while we fetch theirs.
-  bool served = true;
-  std::thread server;
-  if (remoteProcessPeers > 0) {
-    server = std::thread([&] { served = s.server.serve(s.exportedFd, remoteProcessPeers, kFdExchangeTimeoutMs); });
-  }
+  if (remoteProcessPeers == 0) return;
+  s.serverThread = std::thread(
+      [&s, remoteProcessPeers] { s.served = s.server.serve(s.exportedFd, remoteProcessPeers, kFdExchangeTimeoutMs); });
+}
+
+/** Checks links and maps every peer's workspace. Keeps fetching after a failure, so no peer's
+ *  server is left waiting for us. */
+void mapPeers(SetupState& s, const Config& config) {
+  LamportComm& lc = *s.lc;
+  cudaSetDevice(lc.cudaDev);
   bool ok = true;
   lc.peers.resize(lc.nRanks);
-  for (int r = 0; r < lc.nRanks && ok; ++r) {
+  for (int r = 0; r < lc.nRanks; ++r) {
     if (r == lc.rank) continue;
     const ExchangeRecord& peer = s.records[r];
     std::string why;
-    LinkCheck link = checkNvlinkP2p(s.mine.busId, peer.busId, &why);
-    if (link != LinkCheck::kNvlinkP2p && config.requireNvlink) {
-      s.why = "no NVLink P2P between rank " + std::to_string(lc.rank) + " and rank " + std::to_string(r) + ": " + why;
-      ok = false;
-      break;
+    if (samePeerProcess(peer, s.mine)) {
+      if (!ok) continue;
+    } else {
+      // Always fetch: the peer's server counts us among its clients.
+      int fd = receiveFd(peer.serverName, kFdExchangeTimeoutMs);
+      if (fd < 0) {
+        if (ok) s.why = "cannot receive rank " + std::to_string(r) + "'s workspace handle";
+        ok = false;
+        continue;
+      }
+      if (ok) {
+        auto mapping = std::make_unique<PeerMapping>();
+        if (mapping->mapFd(fd, peer.allocBytes, lc.cudaDev, &why)) {
+          lc.peers[r] = std::move(mapping);
+        } else {
+          s.why = "cannot map rank " + std::to_string(r) + "'s workspace: " + why;
+          ok = false;
+        }
+      }
+      close(fd);
+      continue;
     }
     auto mapping = std::make_unique<PeerMapping>();
-    if (samePeerProcess(peer, s.mine)) {
-      ok = mapping->mapHandle(static_cast<CUmemGenericAllocationHandle>(peer.handle), peer.allocBytes, lc.cudaDev, &why);
+    if (mapping->mapHandle(static_cast<CUmemGenericAllocationHandle>(peer.handle), peer.allocBytes, lc.cudaDev, &why)) {
+      lc.peers[r] = std::move(mapping);
     } else {
-      int fd = receiveFd(peer.serverName, kFdExchangeTimeoutMs);
-      ok = fd >= 0 && mapping->mapFd(fd, peer.allocBytes, lc.cudaDev, &why);
-      if (fd < 0) why = "could not receive its workspace handle";
-      if (fd >= 0) close(fd);
+      s.why = "cannot map rank " + std::to_string(r) + "'s workspace: " + why;
+      ok = false;
     }
-    if (!ok) s.why = "cannot map rank " + std::to_string(r) + "'s workspace: " + why;
-    lc.peers[r] = std::move(mapping);
   }
-  if (server.joinable()) server.join();
-  if (ok && !served) {
+  for (int r = 0; r < lc.nRanks && ok; ++r) {
+    if (r == lc.rank) continue;
+    std::string why;
+    if (checkNvlinkP2p(s.mine.busId, s.records[r].busId, &why) != LinkCheck::kNvlinkP2p && config.requireNvlink) {
+      s.why = "no NVLink P2P between rank " + std::to_string(lc.rank) + " and rank " + std::to_string(r) + ": " + why;
+      ok = false;
+    }
+  }
+  s.localOk = ok;
+}
+
+/** Joins the server, then prepares what the kernel needs: flags, kernels, the empty buffers. */
+void finishLocal(SetupState& s) {
+  LamportComm& lc = *s.lc;
+  if (s.serverThread.joinable()) s.serverThread.join();
+  bool ok = s.localOk;
+  if (ok && !s.served) {
     s.why = "a peer did not fetch this rank's workspace handle";
     ok = false;
   }
+  cudaSetDevice(lc.cudaDev);
   if (ok) {
     ok = cudaOk(cudaHostAlloc(reinterpret_cast<void**>(&lc.hostFlags), sizeof(LamportHostFlags),
                               cudaHostAllocMapped | cudaHostAllocPortable),
@@ -302,7 +342,9 @@ void mapPeers(SetupState& s, const Config& config) {
   if (ok) {
     lc.hostFlags->abort = 0;
     lc.hostFlags->error = 0;
-    ok = cudaOk(launchLamportWorkspaceInit(lc.local.ptr(), lc.launchTemplate.layout, s.stream),
+    ok = cudaOk(cudaEventCreateWithFlags(&lc.orderEvent, cudaEventDisableTiming), "cudaEventCreate", &s.why) &&
+         cudaOk(lamportPrepareKernels(lc.nRanks), "loading the Lamport kernels", &s.why) &&
+         cudaOk(launchLamportWorkspaceInit(lc.local.ptr(), lc.launchTemplate.layout, s.stream),
                 "workspace init", &s.why) &&
          cudaOk(cudaStreamSynchronize(s.stream), "workspace init", &s.why);
   }
@@ -325,6 +367,10 @@ void fillLaunchTemplate(LamportComm& lc, uint64_t timeoutMs) {
 }
 
 void dropResources(LamportComm& lc) {
+  if (lc.orderEvent != nullptr) {
+    cudaEventDestroy(lc.orderEvent);
+    lc.orderEvent = nullptr;
+  }
   lc.peers.clear();
   lc.local.release();
   if (lc.hostFlags != nullptr) {
@@ -378,6 +424,7 @@ void setupWorkspaces(const std::vector<ncclComm_t>& comms) {
   const Config& config = globalConfig();
   int callerDev = -1;
   cudaGetDevice(&callerDev);
+  ScopedRelaxedCapture relaxed;
 
   std::vector<std::unique_ptr<SetupState>> states;
   for (ncclComm_t comm : comms) {
@@ -410,7 +457,13 @@ void setupWorkspaces(const std::vector<ncclComm_t>& comms) {
       });
 
   for (auto& s : states) {
+    if (s->proceed) startServing(*s);
+  }
+  for (auto& s : states) {
     if (s->proceed) mapPeers(*s, config);
+  }
+  for (auto& s : states) {
+    if (s->proceed) finishLocal(*s);
   }
 
   groupedAllGather(
@@ -442,24 +495,68 @@ void setupWorkspaces(const std::vector<ncclComm_t>& comms) {
 }
 
 void requestAbort(ncclComm_t comm) {
-  LamportComm* lc = CommRegistry::instance().find(comm);
+  const std::shared_ptr<LamportComm> lc = CommRegistry::instance().find(comm);
   if (lc != nullptr && lc->hostFlags != nullptr) lc->hostFlags->abort = 1;
 }
 
-void releaseComm(ncclComm_t comm) {
-  std::unique_ptr<LamportComm> lc = CommRegistry::instance().remove(comm);
+void markFinalized(ncclComm_t comm) {
+  const std::shared_ptr<LamportComm> lc = CommRegistry::instance().find(comm);
+  if (lc != nullptr) lc->finalized.store(true, std::memory_order_relaxed);
+}
+
+namespace {
+
+/**
+ * Waits up to timeoutMs for every kernel on cudaDev to finish. Our kernels run on the user's
+ * streams (and in graphs launched anywhere), so the device is the one thing we can wait on; the
+ * wait runs on a helper thread so that a kernel of another communicator stuck on a dead peer
+ * cannot hold an abort or a destroy forever. False on timeout (the helper thread then finishes
+ * whenever the device does).
+ */
+bool waitForDevice(int cudaDev, uint64_t timeoutMs) {
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  std::thread([cudaDev, done] {
+    ScopedRelaxedCapture relaxed;
+    cudaSetDevice(cudaDev);
+    cudaDeviceSynchronize();
+    done->store(true, std::memory_order_release);
+  }).detach();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
+  while (!done->load(std::memory_order_acquire)) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return true;
+}
+
+// Workspaces whose kernels may still run: never unmapped, so a late kernel cannot fault.
+std::mutex gLeakedMutex;
+std::vector<std::shared_ptr<LamportComm>> gLeaked;
+
+}  // namespace
+
+void releaseComm(ncclComm_t comm, bool aborting) {
+  std::shared_ptr<LamportComm> lc = CommRegistry::instance().remove(comm);
   if (lc == nullptr) return;
   LAMPORT_INFO(kSubsysInit, "comm %p rank %d: %llu allreduce calls ran on Lamport kernels, %llu went to NCCL",
                static_cast<void*>(comm), lc->rank, static_cast<unsigned long long>(lc->lamportCalls.load()),
                static_cast<unsigned long long>(lc->ncclCalls.load()));
   if (!lc->eligible) return;
-  int callerDev = -1;
-  cudaGetDevice(&callerDev);
-  cudaSetDevice(lc->cudaDev);
-  // Our kernels run on the user's streams; the device as a whole is the one thing we can wait on.
-  cudaDeviceSynchronize();
+  // An abort must return promptly (our kernels stop within microseconds once the flag is set);
+  // a destroy waits as long as one of our kernels may legitimately wait for its peers.
+  const uint64_t waitMs = aborting ? 2000 : globalConfig().timeoutMs + 1000;
+  if (!waitForDevice(lc->cudaDev, waitMs)) {
+    LAMPORT_WARN("comm %p rank %d: cudaDev %d still busy after %llu ms; keeping its Lamport workspace (%zu bytes) "
+                 "mapped rather than freeing memory a kernel may still use",
+                 static_cast<void*>(comm), lc->rank, lc->cudaDev, static_cast<unsigned long long>(waitMs),
+                 lc->local.size());
+    std::lock_guard<std::mutex> lock(gLeakedMutex);
+    gLeaked.push_back(std::move(lc));
+    return;
+  }
+  ScopedRelaxedCapture relaxed;
+  ScopedDevice onCommDevice(lc->cudaDev);
   dropResources(*lc);
-  if (callerDev >= 0) cudaSetDevice(callerDev);
 }
 
 }  // namespace nccl_lamport

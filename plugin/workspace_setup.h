@@ -33,8 +33,12 @@ void registerIneligible(ncclComm_t comm, const char* reason, bool nonBlocking = 
 /** Asks any Lamport kernel of comm that is waiting for peers to stop (ncclCommAbort). */
 void requestAbort(ncclComm_t comm);
 
-/** Waits for comm's device to finish our kernels, unmaps and frees its workspace, and forgets it.
- *  Safe for unknown communicators. */
-void releaseComm(ncclComm_t comm);
+/** Marks comm finalized (ncclCommFinalize): its later calls all go to NCCL. */
+void markFinalized(ncclComm_t comm);
+
+/** Forgets comm; once its device is idle (bounded wait: 2 s when aborting, the kernel timeout
+ *  otherwise), unmaps and frees its workspace, else keeps it mapped (WARN). Safe for unknown
+ *  communicators. */
+void releaseComm(ncclComm_t comm, bool aborting);
 
 }  // namespace nccl_lamport

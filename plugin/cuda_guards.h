@@ -1,0 +1,40 @@
+// Small RAII guards for CUDA state we must leave as we found it.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+namespace nccl_lamport {
+
+/** Makes `device` current for the guard's lifetime, then restores the caller's device. Does
+ *  nothing when it is current already (the common case on the hot path). */
+class ScopedDevice {
+ public:
+  explicit ScopedDevice(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    switched_ = previous_ != device && cudaSetDevice(device) == cudaSuccess;
+  }
+  ~ScopedDevice() {
+    if (switched_ && previous_ >= 0) cudaSetDevice(previous_);
+  }
+  ScopedDevice(const ScopedDevice&) = delete;
+  ScopedDevice& operator=(const ScopedDevice&) = delete;
+
+ private:
+  int previous_ = -1;
+  bool switched_ = false;
+};
+
+/** Relaxed stream-capture mode for this thread (as NCCL does around its own set-up), so our
+ *  allocations and synchronisations neither fail nor break another thread's global-mode capture. */
+class ScopedRelaxedCapture {
+ public:
+  ScopedRelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  ~ScopedRelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  ScopedRelaxedCapture(const ScopedRelaxedCapture&) = delete;
+  ScopedRelaxedCapture& operator=(const ScopedRelaxedCapture&) = delete;
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
+
+}  // namespace nccl_lamport
