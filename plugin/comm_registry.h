@@ -52,6 +52,7 @@ struct LamportComm {
    *  it: NCCL serialises a communicator's operations whatever their streams, and two Lamport
    *  rounds of one communicator must never overlap. */
   cudaStream_t lastStream = nullptr;
+  bool hasLastStream = false;
   cudaEvent_t orderEvent = nullptr;
   std::atomic<bool> streamWarned{false};
 

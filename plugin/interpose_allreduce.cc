@@ -36,9 +36,12 @@ LamportDataType toLamportType(ncclDataType_t datatype) {
  * while the stream stays the same. Both streams must be capturing into one graph, or neither.
  */
 void orderAfterPreviousStream(LamportComm& lc, cudaStream_t stream) {
+  const bool first = !lc.hasLastStream;
   cudaStream_t last = lc.lastStream;
   lc.lastStream = stream;
-  if (last == nullptr || last == stream || lc.orderEvent == nullptr) return;
+  lc.hasLastStream = true;
+  // A null stream is the legacy default stream, a real stream: only "no call yet" skips this.
+  if (first || last == stream || lc.orderEvent == nullptr) return;
   cudaStreamCaptureStatus lastStatus = cudaStreamCaptureStatusNone;
   cudaStreamCaptureStatus newStatus = cudaStreamCaptureStatusNone;
   const bool queried = cudaStreamIsCapturing(last, &lastStatus) == cudaSuccess &&

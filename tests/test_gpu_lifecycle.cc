@@ -162,8 +162,13 @@ TEST(Lifecycle, TwoStreamsOneComm) {
     const cudaStream_t home = slot.stream;
     OwnedStream s1, s2;
     if (s1.stream == nullptr || s2.stream == nullptr) return failf(h, "cudaStreamCreateWithFlags failed");
-    // 1000 single calls alternating s1, s2, then 200 groups of (s1, s2): even calls on s1, odd on s2.
+    // 1000 single calls cycling s1, the legacy default stream (0: a real stream too, which the
+    // plugin once took for "no previous call"), s2; then 200 groups of (s1, s2).
     constexpr int kSingle = 1000, kGroups = 200, kCalls = kSingle + 2 * kGroups;
+    auto streamFor = [&](int k) -> cudaStream_t {
+      if (k >= kSingle) return k % 2 ? s2.stream : s1.stream;
+      return k % 3 == 0 ? s1.stream : k % 3 == 1 ? cudaStream_t{nullptr} : s2.stream;
+    };
     std::vector<std::unique_ptr<CheckedCall>> calls;
     for (int k = 0; k < kCalls; ++k) {
       CallSpec spec;
@@ -171,16 +176,16 @@ TEST(Lifecycle, TwoStreamsOneComm) {
       spec.op = ncclSum;
       spec.count = static_cast<size_t>(std::max(1, (1 << (k % 17)) - k % 3));  // 1 .. 65536 elements
       RankSlot on = slot;
-      on.stream = k % 2 ? s2.stream : s1.stream;
+      on.stream = streamFor(k);
       calls.emplace_back(new CheckedCall(spec, on));  // own buffers, output poisoned by stage()
       if (!calls.back()->setupError().empty()) return failf(h, "call %d: %s", k, calls.back()->setupError().c_str());
       calls.back()->stage(mixSeed(0x2575, k));
     }
-    if (!waitStreams(h, {s1.stream, s2.stream}, 60, "staging")) return;
+    if (!waitStreams(h, {s1.stream, s2.stream, nullptr}, 60, "staging")) return;
 
     const Clock::time_point start = Clock::now();
     auto issue = [&](int k) {
-      slot.stream = k % 2 ? s2.stream : s1.stream;  // Harness::allReduce issues on slot.stream
+      slot.stream = streamFor(k);  // Harness::allReduce issues on slot.stream
       const ncclResult_t rc = calls[k]->issue(h, slot);
       if (rc != ncclSuccess || !calls[k]->expectLamport) {
         failf(h, "call %d (%s): rc %d (%s), expected on the Lamport path: %d", k, calls[k]->label().c_str(), rc,
@@ -205,7 +210,7 @@ TEST(Lifecycle, TwoStreamsOneComm) {
       }
     }
     slot.stream = home;
-    const bool idle = waitStreams(h, {s1.stream, s2.stream}, 90, "1400 calls on two streams");
+    const bool idle = waitStreams(h, {s1.stream, s2.stream, nullptr}, 90, "1400 calls on three streams");
     const double seconds = secondsSince(start);
     if (!idle) return abortQuietly(&slot.comm);  // releases the stuck kernels; nothing to verify
     if (seconds > kLamportTimeoutSeconds / 2) {

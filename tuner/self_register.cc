@@ -7,6 +7,7 @@
 // and setenv is safe. No CUDA calls here (SPEC 4.1); the decision itself is the pure
 // shouldSelfRegisterAsTuner() in tuner_impl.cc, unit-tested there.
 #include <stdlib.h>
+#include <string.h>
 
 #include <string>
 
@@ -19,6 +20,10 @@ namespace {
 void registerAsTunerIfPreloaded() {
   const char* preload = getenv("LD_PRELOAD");
   if (preload == nullptr) return;  // the common dlopen() case: nothing to do, no dladdr
+  // NCCL_LAMPORT_ENABLE=0 is the A/B switch: the run must see NCCL exactly as without us, so we
+  // do not make ourselves its tuner either (a user-set NCCL_TUNER_PLUGIN still applies).
+  const char* enable = getenv("NCCL_LAMPORT_ENABLE");
+  if (enable != nullptr && strcmp(enable, "0") == 0) return;
   const std::string self = ownObjectPath();
   if (!shouldSelfRegisterAsTuner(preload, getenv("NCCL_TUNER_PLUGIN"), self.c_str())) return;
   // overwrite = 0: should anything have set it meanwhile, theirs wins.
