@@ -44,7 +44,7 @@ const std::vector<KnobInfo>& knobTable() {
       {kOneShotMax, "0 (built-in table)", "bytes"},
       {kWorkspaceMax, "64M", "bytes"},
       {kTimeout, "600000", "ms"},
-      {kNcclPath, "(unset)", "path"},
+      {kNcclPath, "unset", "path"},
       {kRequireNvlink, "1", "bool"},
   };
   return table;
