@@ -39,6 +39,34 @@ void setTestEnvironment();
 // ---------------------------------------------------------------- datatypes and host values
 
 size_t elementSize(ncclDataType_t dtype);  // fp32/fp16/bf16, else 0
+
+/** Deterministic generator for test data (splitmix64): the same seed gives the same inputs on
+ *  every rank, so any rank can rebuild any rank's input. */
+struct Rng {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+};
+
+/** printf into a std::string (test messages). */
+std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/** Makes `device` current for a scope, then restores the previous one. */
+struct DeviceGuard {
+  int previous = -1;
+  explicit DeviceGuard(int device) {
+    if (cudaGetDevice(&previous) == cudaSuccess && previous != device) cudaSetDevice(device);
+  }
+  ~DeviceGuard() {
+    if (previous >= 0) cudaSetDevice(previous);
+  }
+};
+
 const char* dtypeName(ncclDataType_t dtype);
 const char* opName(ncclRedOp_t op);
 uint16_t floatToHalfBits(float value);  // round to nearest even, subnormals, Inf/NaN
