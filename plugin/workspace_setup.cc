@@ -4,12 +4,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <mutex>
-#include <chrono>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <string>
