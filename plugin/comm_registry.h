@@ -46,8 +46,14 @@ struct LamportComm {
   std::vector<std::unique_ptr<PeerMapping>> peers;
   LamportHostFlags* hostFlags = nullptr;  // cudaHostAlloc'd, mapped; null if not eligible
 
-  /** Set by ncclCommFinalize: from then on every call goes to NCCL (and gets NCCL's answer). */
+  /** Set by ncclCommFinalize and ncclCommRevoke: from then on every call goes to NCCL (and gets
+   *  NCCL's answer). */
   std::atomic<bool> finalized{false};
+  /** Set by ncclCommRevoke: NCCL now owns the error state; ours (an interrupted kernel) is moot. */
+  std::atomic<bool> revoked{false};
+  /** A placeholder of a non-blocking communicator whose set-up has not finished
+   *  (plugin/deferred_setup.h); the published entry replaces it. */
+  std::atomic<bool> setupPending{false};
   /** Stream of the last call we launched, and an event to order a call on another stream after
    *  it: NCCL serialises a communicator's operations whatever their streams, and two Lamport
    *  rounds of one communicator must never overlap. */
@@ -74,6 +80,7 @@ class CommRegistry {
 
   /** Adds (or replaces) the entry for lc->comm. */
   void insert(std::unique_ptr<LamportComm> lc);
+  void insertShared(std::shared_ptr<LamportComm> lc);
   /** The entry for comm or null. Shared: a destroy or abort on another thread (PyTorch's
    *  watchdog) cannot free it under a caller that is still using it. */
   std::shared_ptr<LamportComm> find(ncclComm_t comm) const;

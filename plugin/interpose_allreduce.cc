@@ -11,6 +11,7 @@
 #include "kernels/lamport_allreduce.h"
 #include "plugin/comm_registry.h"
 #include "plugin/cuda_guards.h"
+#include "plugin/deferred_setup.h"
 #include "plugin/export.h"
 #include "plugin/interpose_state.h"
 #include "plugin/log.h"
@@ -116,8 +117,14 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvb
     LAMPORT_WARN("ncclAllReduce: the real NCCL function was not found (is libnccl loaded?)");
     return ncclSystemError;
   }
-  const std::shared_ptr<LamportComm> lc =
+  std::shared_ptr<LamportComm> lc =
       interposerEnabled() && comm != nullptr ? CommRegistry::instance().find(comm) : nullptr;
+  if (lc != nullptr && lc->setupPending.load(std::memory_order_acquire)) {
+    // Used before NCCL (and we) reported it ready: our set-up thread may be using the
+    // communicator, so wait for it; every rank then routes this call the same way.
+    waitForDeferredSetup(comm);
+    lc = CommRegistry::instance().find(comm);
+  }
   if (lc == nullptr) return real(sendbuff, recvbuff, count, datatype, op, comm, stream);
   // Null buffers are invalid arguments: NCCL reports them with its own code and message.
   if (pathFor(lc.get(), count, datatype, op) != AllReducePath::kLamportOneShot || sendbuff == nullptr ||

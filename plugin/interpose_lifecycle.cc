@@ -3,13 +3,16 @@
 // Every wrapper calls the real function first and then records what it needs; a failure of ours
 // never changes what NCCL returned. Workspace set-up runs only at safe points: after an ungrouped
 // blocking init/split, or in the outermost ncclGroupEnd for the communicators created inside
-// that group (all of them in one grouped exchange, so one thread can drive several GPUs).
+// that group (all of them in one grouped exchange, so one thread can drive several GPUs), or,
+// for non-blocking communicators, on a helper thread once NCCL reports them ready
+// (plugin/deferred_setup.h).
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "plugin/comm_registry.h"
 #include "plugin/config.h"
+#include "plugin/deferred_setup.h"
 #include "plugin/export.h"
 #include "plugin/interpose_state.h"
 #include "plugin/log.h"
@@ -23,6 +26,7 @@ namespace {
 
 thread_local int tGroupDepth = 0;
 thread_local std::vector<ncclComm_t> tCommsCreatedInGroup;
+thread_local std::vector<ncclComm_t> tNonBlockingCreatedInGroup;
 
 // NCCL_COMM_BLOCKING decides when the config leaves `blocking` undefined (NCCL's rule).
 bool blockingByDefault() {
@@ -39,7 +43,11 @@ bool isBlocking(const ncclConfig_t* config, bool inherited) {
 void onCommCreated(ncclResult_t result, ncclComm_t comm, bool blocking) {
   if (comm == nullptr || (result != ncclSuccess && result != ncclInProgress)) return;
   if (!blocking) {
-    registerIneligible(comm, "non-blocking communicator (not accelerated in this version)", /*nonBlocking=*/true);
+    if (tGroupDepth > 0) {
+      tNonBlockingCreatedInGroup.push_back(comm);
+    } else {
+      startDeferredSetup({comm});
+    }
     return;
   }
   if (tGroupDepth > 0) {
@@ -48,6 +56,9 @@ void onCommCreated(ncclResult_t result, ncclComm_t comm, bool blocking) {
   }
   setupWorkspaces({comm});
 }
+
+// How long ncclCommAbort waits for our own parts (kernels, set-up thread): it must return promptly.
+constexpr uint64_t kAbortWaitMs = 2000;
 
 ncclResult_t missing(const char* name) {
   LAMPORT_WARN("%s: the real NCCL function was not found (is libnccl loaded?)", name);
@@ -106,12 +117,16 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, co
   if (!interposerEnabled()) return real(comms, ndev, devlist);
   markInterposerActive();
   ncclResult_t result = real(comms, ndev, devlist);
-  if (result != ncclSuccess || comms == nullptr) return result;
+  if ((result != ncclSuccess && result != ncclInProgress) || comms == nullptr) return result;
   std::vector<ncclComm_t> created(comms, comms + ndev);
   if (!blockingByDefault()) {
-    for (ncclComm_t c : created) {
-      registerIneligible(c, "non-blocking communicator (not accelerated in this version)", /*nonBlocking=*/true);
+    if (tGroupDepth > 0) {
+      tNonBlockingCreatedInGroup.insert(tNonBlockingCreatedInGroup.end(), created.begin(), created.end());
+    } else {
+      startDeferredSetup(created);
     }
+  } else if (result != ncclSuccess) {
+    return result;
   } else if (tGroupDepth > 0) {
     tCommsCreatedInGroup.insert(tCommsCreatedInGroup.end(), created.begin(), created.end());
   } else {
@@ -130,6 +145,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int k
                                                ncclConfig_t* config) {
   REAL_OR_FAIL(ncclCommSplit);
   if (!interposerEnabled()) return real(comm, color, key, newcomm, config);
+  waitForDeferredSetup(comm);  // the parent's set-up thread may still be using it
   ncclResult_t result = real(comm, color, key, newcomm, config);
   onCommCreated(result, newcomm ? *newcomm : nullptr, isBlocking(config, parentBlocking(comm)));
   return result;
@@ -139,6 +155,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRan
                                                 ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
   REAL_OR_FAIL(ncclCommShrink);
   if (!interposerEnabled()) return real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+  waitForDeferredSetup(comm);
   ncclResult_t result = real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
   onCommCreated(result, newcomm ? *newcomm : nullptr, isBlocking(config, parentBlocking(comm)));
   return result;
@@ -146,34 +163,63 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRan
 
 NCCL_LAMPORT_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   REAL_OR_FAIL(ncclCommFinalize);
-  if (interposerEnabled()) markFinalized(comm);
+  if (interposerEnabled()) {
+    waitForDeferredSetup(comm);
+    markFinalized(comm);
+  }
   return real(comm);
 }
 
 NCCL_LAMPORT_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   REAL_OR_FAIL(ncclCommDestroy);
-  if (interposerEnabled()) releaseComm(comm, /*aborting=*/false);
+  if (interposerEnabled()) {
+    cancelDeferredSetup(comm);
+    joinDeferredSetup(comm, globalConfig().timeoutMs + 1000);
+    releaseComm(comm, /*aborting=*/false);
+  }
   return real(comm);
 }
 
 NCCL_LAMPORT_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   REAL_OR_FAIL(ncclCommAbort);
   if (!interposerEnabled()) return real(comm);
-  // Stop our waiting kernels first, so nothing of ours holds the device while NCCL aborts.
+  // Stop our set-up thread and our waiting kernels first, so nothing of ours holds the device or
+  // the communicator while NCCL aborts.
+  cancelDeferredSetup(comm);
   requestAbort(comm);
   ncclResult_t result = real(comm);
+  joinDeferredSetup(comm, kAbortWaitMs);
   releaseComm(comm, /*aborting=*/true);
   return result;
 }
 
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  REAL_OR_FAIL(ncclCommRevoke);
+  if (!interposerEnabled()) return real(comm, revokeFlags);
+  // NCCL stops every in-flight operation: stop ours too, and send every later call to NCCL.
+  cancelDeferredSetup(comm);
+  const std::shared_ptr<LamportComm> lc = CommRegistry::instance().find(comm);
+  if (lc != nullptr) {
+    lc->revoked.store(true);
+    lc->finalized.store(true);
+  }
+  requestAbort(comm);
+  return real(comm, revokeFlags);
+}
+
 NCCL_LAMPORT_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
   REAL_OR_FAIL(ncclCommGetAsyncError);
-  ncclResult_t result = real(comm, asyncError);
-  if (result != ncclSuccess || asyncError == nullptr || *asyncError != ncclSuccess || !interposerEnabled()) {
-    return result;
-  }
+  if (!interposerEnabled()) return real(comm, asyncError);
   const std::shared_ptr<LamportComm> lc = CommRegistry::instance().find(comm);
-  if (lc != nullptr) *asyncError = lamportAsyncError(*lc);
+  // Ready only once our set-up is done too. Meanwhile the set-up thread alone asks NCCL (its
+  // ncclCommGetAsyncError also completes NCCL's pending group job, which must happen once).
+  if (lc != nullptr && asyncError != nullptr && lc->setupPending.load(std::memory_order_acquire)) {
+    *asyncError = ncclInProgress;
+    return ncclSuccess;
+  }
+  ncclResult_t result = real(comm, asyncError);
+  if (result != ncclSuccess || asyncError == nullptr || *asyncError != ncclSuccess) return result;
+  if (lc != nullptr && !lc->revoked.load()) *asyncError = lamportAsyncError(*lc);
   return result;
 }
 
@@ -186,7 +232,18 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclGroupStart() {
 
 static void endGroup(ncclResult_t result, bool runSetup) {
   if (tGroupDepth > 0) --tGroupDepth;
-  if (tGroupDepth > 0 || tCommsCreatedInGroup.empty()) return;
+  if (tGroupDepth > 0) return;
+  std::vector<ncclComm_t> nonBlocking;
+  nonBlocking.swap(tNonBlockingCreatedInGroup);
+  if (runSetup && interposerEnabled() && !nonBlocking.empty()) {
+    // A group of non-blocking inits returns ncclInProgress; NCCL finishes them in the background.
+    if (result == ncclSuccess || result == ncclInProgress) {
+      startDeferredSetup(nonBlocking);
+    } else {
+      for (ncclComm_t c : nonBlocking) registerIneligible(c, "the group that created it failed", true);
+    }
+  }
+  if (tCommsCreatedInGroup.empty()) return;
   std::vector<ncclComm_t> created;
   created.swap(tCommsCreatedInGroup);
   if (!runSetup || !interposerEnabled()) return;

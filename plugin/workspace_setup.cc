@@ -188,8 +188,35 @@ void prepareLocal(SetupState& s, const Config& config) {
 }
 
 /** One grouped all-gather of `bytes` per rank over every state's communicator. */
+/** The grouped all-gather itself: under the control's mutex, skipped once cancelled. */
+ncclResult_t issueAllGather(std::vector<std::unique_ptr<SetupState>>& states, size_t bytes,
+                            const SetupOptions& options) {
+  std::unique_lock<std::mutex> lock;
+  if (options.control != nullptr) {
+    lock = std::unique_lock<std::mutex>(options.control->ncclMutex);
+    if (options.control->cancelled.load()) return ncclInvalidUsage;
+  }
+  // A rank whose buffers could not even be allocated still has to take part, or its peers hang;
+  // NCCL itself is then unusable on this device, so the all-gather fails on every rank anyway.
+  ncclResult_t result = REAL_NCCL(ncclGroupStart)();
+  std::vector<ncclComm_t> comms;
+  for (auto& s : states) {
+    if (s->stream == nullptr || s->sendDev == nullptr || s->recvDev == nullptr) continue;
+    cudaSetDevice(s->lc->cudaDev);
+    ncclResult_t r = REAL_NCCL(ncclAllGather)(s->sendDev, s->recvDev, bytes, ncclUint8, s->comm, s->stream);
+    if (r != ncclSuccess && s->why.empty()) s->why = std::string("workspace exchange: ") + ncclErrorText(r);
+    comms.push_back(s->comm);
+  }
+  ncclResult_t endResult = REAL_NCCL(ncclGroupEnd)();
+  if (lock.owns_lock()) lock.unlock();
+  // Non-blocking communicators may still be enqueueing: the stream is not ready to wait on yet.
+  if (endResult == ncclInProgress && options.nonBlocking) endResult = waitUntilEnqueued(comms, options.control);
+  return result == ncclSuccess ? endResult : result;
+}
+
 template <typename Fill, typename Take>
-void groupedAllGather(std::vector<std::unique_ptr<SetupState>>& states, size_t bytes, Fill fill, Take take) {
+void groupedAllGather(std::vector<std::unique_ptr<SetupState>>& states, size_t bytes, const SetupOptions& options,
+                      Fill fill, Take take) {
   for (auto& s : states) {
     if (s->stream == nullptr || s->sendDev == nullptr || s->recvDev == nullptr) continue;
     cudaSetDevice(s->lc->cudaDev);
@@ -197,17 +224,7 @@ void groupedAllGather(std::vector<std::unique_ptr<SetupState>>& states, size_t b
     fill(*s, host.data());
     cudaMemcpyAsync(s->sendDev, host.data(), bytes, cudaMemcpyHostToDevice, s->stream);
   }
-  // A rank whose buffers could not even be allocated still has to take part, or its peers hang;
-  // NCCL itself is then unusable on this device, so the all-gather fails on every rank anyway.
-  ncclResult_t result = REAL_NCCL(ncclGroupStart)();
-  for (auto& s : states) {
-    if (s->stream == nullptr || s->sendDev == nullptr || s->recvDev == nullptr) continue;
-    cudaSetDevice(s->lc->cudaDev);
-    ncclResult_t r = REAL_NCCL(ncclAllGather)(s->sendDev, s->recvDev, bytes, ncclUint8, s->comm, s->stream);
-    if (r != ncclSuccess && s->why.empty()) s->why = std::string("workspace exchange: ") + ncclErrorText(r);
-  }
-  ncclResult_t endResult = REAL_NCCL(ncclGroupEnd)();
-  if (result == ncclSuccess) result = endResult;
+  const ncclResult_t result = issueAllGather(states, bytes, options);
   for (auto& s : states) {
     if (s->stream == nullptr || s->sendDev == nullptr || s->recvDev == nullptr) {
       if (s->why.empty()) s->why = "no device buffers for the workspace exchange";
@@ -216,7 +233,7 @@ void groupedAllGather(std::vector<std::unique_ptr<SetupState>>& states, size_t b
     cudaSetDevice(s->lc->cudaDev);
     std::vector<char> host(bytes * s->lc->nRanks, 0);
     cudaError_t err = cudaMemcpyAsync(host.data(), s->recvDev, host.size(), cudaMemcpyDeviceToHost, s->stream);
-    if (err == cudaSuccess) err = cudaStreamSynchronize(s->stream);
+    if (err == cudaSuccess) err = waitStream(s->stream, options.control);
     if (result != ncclSuccess || err != cudaSuccess) {
       if (s->why.empty()) {
         s->why = std::string("workspace exchange failed: ") +
@@ -419,7 +436,7 @@ void registerIneligible(ncclComm_t comm, const char* reason, bool nonBlocking) {
   CommRegistry::instance().insert(std::move(lc));
 }
 
-void setupWorkspaces(const std::vector<ncclComm_t>& comms) {
+void setupWorkspaces(const std::vector<ncclComm_t>& comms, const SetupOptions& options) {
   if (comms.empty()) return;
   const Config& config = globalConfig();
   int callerDev = -1;
@@ -427,29 +444,36 @@ void setupWorkspaces(const std::vector<ncclComm_t>& comms) {
   ScopedRelaxedCapture relaxed;
 
   std::vector<std::unique_ptr<SetupState>> states;
+  std::unique_lock<std::mutex> describing;
+  if (options.control != nullptr) {
+    describing = std::unique_lock<std::mutex>(options.control->ncclMutex);
+    if (options.control->cancelled.load()) return;
+  }
   for (ncclComm_t comm : comms) {
     if (comm == nullptr) continue;
     auto s = std::make_unique<SetupState>();
     s->comm = comm;
     s->lc = std::make_unique<LamportComm>();
     s->lc->comm = comm;
+    s->lc->nonBlocking = options.nonBlocking;
     if (REAL_NCCL(ncclCommUserRank)(comm, &s->lc->rank) != ncclSuccess ||
         REAL_NCCL(ncclCommCount)(comm, &s->lc->nRanks) != ncclSuccess ||
         REAL_NCCL(ncclCommCuDevice)(comm, &s->lc->cudaDev) != ncclSuccess) {
-      registerIneligible(comm, "NCCL could not describe the communicator");
+      registerIneligible(comm, "NCCL could not describe the communicator", options.nonBlocking);
       continue;
     }
     if (s->lc->nRanks < 2) {
-      registerIneligible(comm, "single-rank communicator");
+      registerIneligible(comm, "single-rank communicator", options.nonBlocking);
       continue;
     }
     states.push_back(std::move(s));
   }
 
+  if (describing.owns_lock()) describing.unlock();
   for (auto& s : states) prepareLocal(*s, config);
 
   groupedAllGather(
-      states, sizeof(ExchangeRecord), [](SetupState& s, char* out) { memcpy(out, &s.mine, sizeof(ExchangeRecord)); },
+      states, sizeof(ExchangeRecord), options, [](SetupState& s, char* out) { memcpy(out, &s.mine, sizeof(ExchangeRecord)); },
       [](SetupState& s, const char* in) {
         s.records.resize(s.lc->nRanks);
         memcpy(s.records.data(), in, sizeof(ExchangeRecord) * s.lc->nRanks);
@@ -467,7 +491,7 @@ void setupWorkspaces(const std::vector<ncclComm_t>& comms) {
   }
 
   groupedAllGather(
-      states, sizeof(OkRecord),
+      states, sizeof(OkRecord), options,
       [](SetupState& s, char* out) {
         OkRecord rec{};
         rec.ok = s.proceed && s.localOk ? 1 : 0;
@@ -486,8 +510,18 @@ void setupWorkspaces(const std::vector<ncclComm_t>& comms) {
         s.localOk = all;
       });
 
+  // Under the control's mutex, so a cancel either comes first (nothing is registered) or after
+  // (the canceller's releaseComm removes what was).
+  std::unique_lock<std::mutex> publishing;
+  if (options.control != nullptr) publishing = std::unique_lock<std::mutex>(options.control->ncclMutex);
+  const bool cancelled = options.control != nullptr && options.control->cancelled.load();
   for (auto& s : states) {
     cudaSetDevice(s->lc->cudaDev);
+    if (cancelled) {
+      // Aborted or destroyed meanwhile: the handle may already be reused by a new communicator.
+      dropResources(*s->lc);
+      continue;
+    }
     publish(*s, s->proceed && s->localOk);
   }
   states.clear();

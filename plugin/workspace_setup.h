@@ -21,11 +21,14 @@
 
 #include <vector>
 
+#include "plugin/setup_control.h"
+
 namespace nccl_lamport {
 
 /** Sets up every communicator in `comms` (all must be ready and created together). Registers
- *  each one, eligible or not, with the reason logged once at INFO. Never throws. */
-void setupWorkspaces(const std::vector<ncclComm_t>& comms);
+ *  each one, eligible or not, with the reason logged once at INFO; registers nothing once
+ *  options.control is cancelled. Never throws. */
+void setupWorkspaces(const std::vector<ncclComm_t>& comms, const SetupOptions& options = {});
 
 /** Registers comm as known but never accelerated, with a reason (logged once at INFO). */
 void registerIneligible(ncclComm_t comm, const char* reason, bool nonBlocking = false);

@@ -1,0 +1,200 @@
+#include "plugin/deferred_setup.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "plugin/comm_registry.h"
+#include "plugin/config.h"
+#include "plugin/cuda_guards.h"
+#include "plugin/log.h"
+#include "plugin/real_nccl.h"
+#include "plugin/setup_control.h"
+#include "plugin/workspace_setup.h"
+
+namespace nccl_lamport {
+
+namespace {
+
+/** One batch of non-blocking communicators set up together, and its helper's progress. */
+struct DeferredBatch {
+  std::vector<ncclComm_t> comms;
+  std::vector<std::shared_ptr<LamportComm>> placeholders;  // registry entries until published
+  SetupControl control;
+  std::mutex doneMutex;
+  std::condition_variable doneCv;
+  bool done = false;
+};
+
+std::mutex gBatchesMutex;
+std::unordered_map<ncclComm_t, std::shared_ptr<DeferredBatch>>& batches() {
+  // Leaked on purpose, like the registry: wrappers may run from static destructors at exit.
+  static auto* map = new std::unordered_map<ncclComm_t, std::shared_ptr<DeferredBatch>>();
+  return *map;
+}
+
+std::shared_ptr<DeferredBatch> findBatch(ncclComm_t comm) {
+  std::lock_guard<std::mutex> lock(gBatchesMutex);
+  auto it = batches().find(comm);
+  return it == batches().end() ? nullptr : it->second;
+}
+
+/** Sleeps a little longer each time, up to 5 ms: readiness takes from microseconds to seconds. */
+struct Backoff {
+  std::chrono::microseconds delay{50};
+  void wait() {
+    std::this_thread::sleep_for(delay);
+    delay = std::min<std::chrono::microseconds>(delay * 2, std::chrono::milliseconds(5));
+  }
+};
+
+/** Polls the real ncclCommGetAsyncError of every comm until `ready(state)` holds for all of them.
+ *  Returns ncclSuccess, the first state that is neither ready nor in progress, or
+ *  ncclInvalidUsage once cancelled. */
+template <typename Ready>
+ncclResult_t pollComms(const std::vector<ncclComm_t>& comms, SetupControl* control, Ready ready) {
+  std::vector<bool> settled(comms.size(), false);
+  Backoff backoff;
+  for (;;) {
+    size_t remaining = 0;
+    {
+      std::unique_lock<std::mutex> lock;
+      if (control != nullptr) {
+        lock = std::unique_lock<std::mutex>(control->ncclMutex);
+        if (control->cancelled.load()) return ncclInvalidUsage;
+      }
+      for (size_t i = 0; i < comms.size(); ++i) {
+        if (settled[i]) continue;
+        ncclResult_t state = ncclInProgress;
+        ncclResult_t result = REAL_NCCL(ncclCommGetAsyncError)(comms[i], &state);
+        if (result != ncclSuccess) return result;
+        if (ready(state)) {
+          settled[i] = true;
+        } else if (state != ncclInProgress) {
+          return state;
+        } else {
+          ++remaining;
+        }
+      }
+    }
+    if (remaining == 0) return ncclSuccess;
+    backoff.wait();
+  }
+}
+
+void finishBatch(DeferredBatch& batch) {
+  for (const auto& placeholder : batch.placeholders) {
+    placeholder->setupPending.store(false, std::memory_order_release);
+  }
+  std::lock_guard<std::mutex> lock(batch.doneMutex);
+  batch.done = true;
+  batch.doneCv.notify_all();
+}
+
+void runBatch(const std::shared_ptr<DeferredBatch>& batch) {
+  ScopedRelaxedCapture relaxed;
+  const ncclResult_t ready =
+      pollComms(batch->comms, &batch->control, [](ncclResult_t state) { return state == ncclSuccess; });
+  if (ready == ncclSuccess) {
+    setupWorkspaces(batch->comms, SetupOptions{/*nonBlocking=*/true, &batch->control});
+  } else if (!batch->control.cancelled.load()) {
+    const std::string why = std::string("NCCL did not make the communicator ready: ") + ncclErrorText(ready);
+    for (const auto& placeholder : batch->placeholders) {
+      placeholder->reason = why;
+      LAMPORT_INFO(kSubsysInit, "comm %p: Lamport OFF, every call goes to NCCL: %s",
+                   static_cast<void*>(placeholder->comm), why.c_str());
+    }
+  }
+  finishBatch(*batch);
+}
+
+}  // namespace
+
+ncclResult_t waitUntilEnqueued(const std::vector<ncclComm_t>& comms, SetupControl* control) {
+  return pollComms(comms, control, [](ncclResult_t state) { return state != ncclInProgress; });
+}
+
+cudaError_t waitStream(cudaStream_t stream, SetupControl* control) {
+  if (control == nullptr) return cudaStreamSynchronize(stream);
+  // Bounded like a Lamport kernel's wait: a peer that never joins the exchange must not keep
+  // this communicator "in progress" forever.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(globalConfig().timeoutMs);
+  Backoff backoff;
+  for (;;) {
+    cudaError_t err = cudaStreamQuery(stream);
+    if (err != cudaErrorNotReady) return err;
+    if (control->cancelled.load() || std::chrono::steady_clock::now() > deadline) return cudaErrorNotReady;
+    backoff.wait();
+  }
+}
+
+void startDeferredSetup(const std::vector<ncclComm_t>& comms) {
+  auto batch = std::make_shared<DeferredBatch>();
+  for (ncclComm_t comm : comms) {
+    if (comm == nullptr) continue;
+    auto placeholder = std::make_unique<LamportComm>();
+    placeholder->comm = comm;
+    placeholder->nonBlocking = true;
+    placeholder->reason = "non-blocking communicator: set-up waits for NCCL to report it ready";
+    placeholder->setupPending.store(true, std::memory_order_relaxed);
+    batch->comms.push_back(comm);
+    std::shared_ptr<LamportComm> shared(std::move(placeholder));
+    batch->placeholders.push_back(shared);
+    CommRegistry::instance().insertShared(shared);
+  }
+  if (batch->comms.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(gBatchesMutex);
+    for (ncclComm_t comm : batch->comms) batches()[comm] = batch;
+  }
+  LAMPORT_INFO(kSubsysInit, "%zu non-blocking communicator(s): workspace set-up deferred until NCCL reports them ready",
+               batch->comms.size());
+  try {
+    std::thread([batch] { runBatch(batch); }).detach();
+  } catch (const std::exception& e) {
+    LAMPORT_WARN("cannot start the set-up thread (%s): non-blocking communicators stay on NCCL", e.what());
+    batch->control.cancelled.store(true);
+    finishBatch(*batch);
+  }
+}
+
+bool deferredSetupPending(ncclComm_t comm) {
+  const std::shared_ptr<LamportComm> lc = CommRegistry::instance().find(comm);
+  return lc != nullptr && lc->setupPending.load(std::memory_order_acquire);
+}
+
+void waitForDeferredSetup(ncclComm_t comm) {
+  const std::shared_ptr<DeferredBatch> batch = findBatch(comm);
+  if (batch == nullptr) return;
+  std::unique_lock<std::mutex> lock(batch->doneMutex);
+  batch->doneCv.wait(lock, [&] { return batch->done; });
+}
+
+void cancelDeferredSetup(ncclComm_t comm) {
+  const std::shared_ptr<DeferredBatch> batch = findBatch(comm);
+  if (batch == nullptr) return;
+  std::lock_guard<std::mutex> lock(batch->control.ncclMutex);
+  batch->control.cancelled.store(true);
+}
+
+bool joinDeferredSetup(ncclComm_t comm, uint64_t timeoutMs) {
+  std::shared_ptr<DeferredBatch> batch;
+  {
+    std::lock_guard<std::mutex> lock(gBatchesMutex);
+    auto it = batches().find(comm);
+    if (it == batches().end()) return true;
+    batch = std::move(it->second);
+    batches().erase(it);
+  }
+  std::unique_lock<std::mutex> lock(batch->doneMutex);
+  if (batch->doneCv.wait_for(lock, std::chrono::milliseconds(timeoutMs), [&] { return batch->done; })) return true;
+  LAMPORT_WARN("comm %p: the deferred workspace set-up did not stop within %llu ms; it ends on its own",
+               static_cast<void*>(comm), static_cast<unsigned long long>(timeoutMs));
+  return false;
+}
+
+}  // namespace nccl_lamport
