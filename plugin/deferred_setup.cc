@@ -1,5 +1,6 @@
 #include "plugin/deferred_setup.h"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -25,6 +26,7 @@ struct DeferredBatch {
   std::vector<ncclComm_t> comms;
   std::vector<std::shared_ptr<LamportComm>> placeholders;  // registry entries until published
   SetupControl control;
+  std::atomic<bool> ncclReady{false};  // NCCL reported every comm of the batch ready
   std::mutex doneMutex;
   std::condition_variable doneCv;
   bool done = false;
@@ -100,6 +102,7 @@ void runBatch(const std::shared_ptr<DeferredBatch>& batch) {
   const ncclResult_t ready =
       pollComms(batch->comms, &batch->control, [](ncclResult_t state) { return state == ncclSuccess; });
   if (ready == ncclSuccess) {
+    batch->ncclReady.store(true, std::memory_order_release);
     setupWorkspaces(batch->comms, SetupOptions{/*nonBlocking=*/true, &batch->control});
   } else if (!batch->control.cancelled.load()) {
     const std::string why = std::string("NCCL did not make the communicator ready: ") + ncclErrorText(ready);
@@ -167,11 +170,19 @@ bool deferredSetupPending(ncclComm_t comm) {
   return lc != nullptr && lc->setupPending.load(std::memory_order_acquire);
 }
 
-void waitForDeferredSetup(ncclComm_t comm) {
+bool waitForDeferredSetup(ncclComm_t comm) {
   const std::shared_ptr<DeferredBatch> batch = findBatch(comm);
-  if (batch == nullptr) return;
+  if (batch == nullptr) return true;
   std::unique_lock<std::mutex> lock(batch->doneMutex);
+  if (!batch->done && !batch->ncclReady.load(std::memory_order_acquire)) return false;
   batch->doneCv.wait(lock, [&] { return batch->done; });
+  return true;
+}
+
+ncclResult_t rejectNotReady(ncclComm_t comm, const char* function) {
+  LAMPORT_WARN("%s: comm %p: attempt to use a communicator before ncclCommGetAsyncError returned ncclSuccess",
+               function, static_cast<void*>(comm));
+  return ncclInvalidArgument;
 }
 
 void cancelDeferredSetup(ncclComm_t comm) {

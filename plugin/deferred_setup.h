@@ -24,9 +24,18 @@ void startDeferredSetup(const std::vector<ncclComm_t>& comms);
  *  ncclInProgress). Cheap; false for communicators that never had one. */
 bool deferredSetupPending(ncclComm_t comm);
 
-/** Blocks until comm's deferred set-up has finished (a program that uses a non-blocking
- *  communicator without polling it first). Returns at once when there is none. */
-void waitForDeferredSetup(ncclComm_t comm);
+/**
+ * For a call on comm made before our ncclCommGetAsyncError reported it ready. If NCCL itself
+ * has not reported it ready yet, returns false at once: the caller answers ncclInvalidArgument,
+ * as NCCL does for a communicator still in progress (and must not call NCCL on it meanwhile).
+ * Otherwise blocks until our set-up has finished (NCCL would have taken the call) and returns
+ * true. Returns true at once when comm has no deferred set-up.
+ */
+bool waitForDeferredSetup(ncclComm_t comm);
+
+/** The ncclInvalidArgument answer for a call on a communicator that is still in progress, with
+ *  NCCL's own warning. */
+ncclResult_t rejectNotReady(ncclComm_t comm, const char* function);
 
 /**
  * Stops comm's deferred set-up (ncclCommDestroy / ncclCommAbort / ncclCommRevoke): once this

@@ -120,9 +120,10 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvb
   std::shared_ptr<LamportComm> lc =
       interposerEnabled() && comm != nullptr ? CommRegistry::instance().find(comm) : nullptr;
   if (lc != nullptr && lc->setupPending.load(std::memory_order_acquire)) {
-    // Used before NCCL (and we) reported it ready: our set-up thread may be using the
-    // communicator, so wait for it; every rank then routes this call the same way.
-    waitForDeferredSetup(comm);
+    // Used before our ncclCommGetAsyncError reported it ready. Not ready for NCCL either: NCCL's
+    // answer. Ready for NCCL: our set-up thread may be using the communicator, so wait for it;
+    // every rank then routes this call the same way.
+    if (!waitForDeferredSetup(comm)) return rejectNotReady(comm, "ncclAllReduce");
     lc = CommRegistry::instance().find(comm);
   }
   if (lc == nullptr) return real(sendbuff, recvbuff, count, datatype, op, comm, stream);

@@ -145,7 +145,8 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int k
                                                ncclConfig_t* config) {
   REAL_OR_FAIL(ncclCommSplit);
   if (!interposerEnabled()) return real(comm, color, key, newcomm, config);
-  waitForDeferredSetup(comm);  // the parent's set-up thread may still be using it
+  // The parent's set-up thread may still be using it.
+  if (!waitForDeferredSetup(comm)) return rejectNotReady(comm, "ncclCommSplit");
   ncclResult_t result = real(comm, color, key, newcomm, config);
   onCommCreated(result, newcomm ? *newcomm : nullptr, isBlocking(config, parentBlocking(comm)));
   return result;
@@ -155,7 +156,12 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRan
                                                 ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
   REAL_OR_FAIL(ncclCommShrink);
   if (!interposerEnabled()) return real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
-  waitForDeferredSetup(comm);
+  if (!waitForDeferredSetup(comm)) return rejectNotReady(comm, "ncclCommShrink");
+#ifdef NCCL_SHRINK_ABORT
+  // NCCL aborts the parent's in-flight work first (a rank died): our kernels must stop too, and
+  // NCCL owns the parent's state from then on, so its later calls go to NCCL.
+  if ((shrinkFlags & NCCL_SHRINK_ABORT) != 0) handOverToNccl(comm);
+#endif
   ncclResult_t result = real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
   onCommCreated(result, newcomm ? *newcomm : nullptr, isBlocking(config, parentBlocking(comm)));
   return result;
@@ -164,7 +170,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRan
 NCCL_LAMPORT_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   REAL_OR_FAIL(ncclCommFinalize);
   if (interposerEnabled()) {
-    waitForDeferredSetup(comm);
+    if (!waitForDeferredSetup(comm)) return rejectNotReady(comm, "ncclCommFinalize");
     markFinalized(comm);
   }
   return real(comm);
@@ -198,12 +204,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags
   if (!interposerEnabled()) return real(comm, revokeFlags);
   // NCCL stops every in-flight operation: stop ours too, and send every later call to NCCL.
   cancelDeferredSetup(comm);
-  const std::shared_ptr<LamportComm> lc = CommRegistry::instance().find(comm);
-  if (lc != nullptr) {
-    lc->revoked.store(true);
-    lc->finalized.store(true);
-  }
-  requestAbort(comm);
+  handOverToNccl(comm);
   return real(comm, revokeFlags);
 }
 

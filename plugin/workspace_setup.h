@@ -33,11 +33,17 @@ void setupWorkspaces(const std::vector<ncclComm_t>& comms, const SetupOptions& o
 /** Registers comm as known but never accelerated, with a reason (logged once at INFO). */
 void registerIneligible(ncclComm_t comm, const char* reason, bool nonBlocking = false);
 
+// Tear-down (plugin/comm_teardown.cc).
+
 /** Asks any Lamport kernel of comm that is waiting for peers to stop (ncclCommAbort). */
 void requestAbort(ncclComm_t comm);
 
 /** Marks comm finalized (ncclCommFinalize): its later calls all go to NCCL. */
 void markFinalized(ncclComm_t comm);
+
+/** ncclCommRevoke, ncclCommShrink with NCCL_SHRINK_ABORT: stops our waiting kernels, sends every
+ *  later call to NCCL, and leaves the error state to NCCL (an interrupted kernel is not an error). */
+void handOverToNccl(ncclComm_t comm);
 
 /** Forgets comm; once its device is idle (bounded wait: 2 s when aborting, the kernel timeout
  *  otherwise), unmaps and frees its workspace, else keeps it mapped (WARN). Safe for unknown
