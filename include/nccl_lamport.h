@@ -50,7 +50,8 @@ ncclResult_t ncclLamportGetAllReducePath(ncclComm_t comm, size_t count, ncclData
  */
 ncclResult_t ncclLamportGetCommInfo(ncclComm_t comm, ncclLamportCommInfo_t* info);
 
-/** 1 if the interposer is active in this process (preloaded or linked, NCCL_LAMPORT_ENABLE!=0). */
+/** 1 if the interposer is active in this process: preloaded or linked, NCCL_LAMPORT_ENABLE!=0, and
+ *  an NCCL with its profiling aliases (>= 2.16.2) found behind it; else 0. */
 int ncclLamportIsActive(void);
 
 #ifdef __cplusplus

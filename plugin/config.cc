@@ -19,6 +19,8 @@ constexpr const char* kWorkspaceMax = "NCCL_LAMPORT_WORKSPACE_MAX_BYTES";
 constexpr const char* kTimeout = "NCCL_LAMPORT_TIMEOUT_MS";
 constexpr const char* kNcclPath = "NCCL_LAMPORT_NCCL_PATH";
 constexpr const char* kRequireNvlink = "NCCL_LAMPORT_REQUIRE_NVLINK";
+// Read by the LD_AUDIT module (plugin/ld_audit.c), not here: listed for the README check only.
+constexpr const char* kAuditDebug = "NCCL_LAMPORT_AUDIT_DEBUG";
 
 bool parseBool(const char* text, bool* out) {
   if (strcmp(text, "1") == 0 || strcasecmp(text, "true") == 0 || strcasecmp(text, "yes") == 0) {
@@ -45,6 +47,7 @@ const std::vector<KnobInfo>& knobTable() {
       {kWorkspaceMax, "64M", "bytes"},
       {kTimeout, "600000", "ms"},
       {kNcclPath, "unset", "path"},
+      {kAuditDebug, "0", "bool"},
       {kRequireNvlink, "1", "bool"},
   };
   return table;

@@ -24,7 +24,8 @@ struct Config {
   /** NCCL_LAMPORT_TIMEOUT_MS: how long a kernel waits for its peers before it gives up and the
    *  communicator reports an error (default 10 minutes, PyTorch's watchdog default). */
   uint64_t timeoutMs = 600000;
-  /** NCCL_LAMPORT_NCCL_PATH: the NCCL library to use when none is loaded in the process. */
+  /** NCCL_LAMPORT_NCCL_PATH: the NCCL library to load when none is loaded in the process; when
+   *  set, the only one tried (plugin/real_nccl.h). */
   std::string ncclPath;
   /** NCCL_LAMPORT_REQUIRE_NVLINK: 0 accepts any P2P-capable pair (for PCIe testing only). */
   bool requireNvlink = true;

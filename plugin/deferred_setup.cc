@@ -115,7 +115,38 @@ void runBatch(const std::shared_ptr<DeferredBatch>& batch) {
   finishBatch(*batch);
 }
 
+std::mutex gChildrenMutex;
+std::unordered_map<ncclComm_t, std::vector<ncclComm_t*>>& pendingChildren() {
+  static auto* map = new std::unordered_map<ncclComm_t, std::vector<ncclComm_t*>>();
+  return *map;
+}
+
+std::vector<ncclComm_t*> takePendingChildren(ncclComm_t parent) {
+  std::lock_guard<std::mutex> lock(gChildrenMutex);
+  auto it = pendingChildren().find(parent);
+  if (it == pendingChildren().end()) return {};
+  std::vector<ncclComm_t*> slots = std::move(it->second);
+  pendingChildren().erase(it);
+  return slots;
+}
+
 }  // namespace
+
+void watchPendingChild(ncclComm_t parent, ncclComm_t* newcomm) {
+  std::lock_guard<std::mutex> lock(gChildrenMutex);
+  pendingChildren()[parent].push_back(newcomm);
+}
+
+void collectPendingChildren(ncclComm_t parent) {
+  for (ncclComm_t* slot : takePendingChildren(parent)) {
+    // NCCL has finished the job on the parent: the slot holds the child or stays null (the
+    // split failed, or this rank passed NCCL_SPLIT_NOCOLOR).
+    ncclComm_t child = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (child != nullptr && CommRegistry::instance().find(child) == nullptr) startDeferredSetup({child});
+  }
+}
+
+void forgetPendingChildren(ncclComm_t parent) { takePendingChildren(parent); }
 
 ncclResult_t waitUntilEnqueued(const std::vector<ncclComm_t>& comms, SetupControl* control) {
   return pollComms(comms, control, [](ncclResult_t state) { return state != ncclInProgress; });
@@ -173,8 +204,17 @@ bool deferredSetupPending(ncclComm_t comm) {
 bool waitForDeferredSetup(ncclComm_t comm) {
   const std::shared_ptr<DeferredBatch> batch = findBatch(comm);
   if (batch == nullptr) return true;
+  if (!batch->ncclReady.load(std::memory_order_acquire)) {
+    // Ask NCCL ourselves (the set-up thread may not have looked yet), serialised with it.
+    std::lock_guard<std::mutex> lock(batch->control.ncclMutex);
+    ncclResult_t state = ncclInProgress;
+    if (!batch->control.cancelled.load() &&
+        (REAL_NCCL(ncclCommGetAsyncError)(comm, &state) != ncclSuccess || state == ncclInProgress)) {
+      std::lock_guard<std::mutex> doneLock(batch->doneMutex);
+      if (!batch->done) return false;
+    }
+  }
   std::unique_lock<std::mutex> lock(batch->doneMutex);
-  if (!batch->done && !batch->ncclReady.load(std::memory_order_acquire)) return false;
   batch->doneCv.wait(lock, [&] { return batch->done; });
   return true;
 }

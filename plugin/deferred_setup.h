@@ -44,6 +44,21 @@ ncclResult_t rejectNotReady(ncclComm_t comm, const char* function);
  */
 void cancelDeferredSetup(ncclComm_t comm);
 
+/**
+ * A non-blocking ncclCommSplit/ncclCommShrink of parent returned ncclInProgress with *newcomm
+ * still null: NCCL writes the child's handle when its job on the parent ends. Remembers where.
+ * The caller must keep *newcomm alive until NCCL reports the parent ready, which NCCL requires
+ * anyway (the handle is only readable then).
+ */
+void watchPendingChild(ncclComm_t parent, ncclComm_t* newcomm);
+
+/** ncclCommGetAsyncError(parent) reported something other than ncclInProgress: starts the
+ *  deferred set-up of every child NCCL has written since, and forgets the rest (failed). */
+void collectPendingChildren(ncclComm_t parent);
+
+/** Drops parent's watched children (ncclCommDestroy / ncclCommAbort of the parent). */
+void forgetPendingChildren(ncclComm_t parent);
+
 /** Waits up to timeoutMs for comm's cancelled set-up to end (its buffers freed); false if it is
  *  still running (it then ends on its own). Call after the real abort/destroy. */
 bool joinDeferredSetup(ncclComm_t comm, uint64_t timeoutMs);

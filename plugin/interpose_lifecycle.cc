@@ -60,6 +60,17 @@ void onCommCreated(ncclResult_t result, ncclComm_t comm, bool blocking) {
 // How long ncclCommAbort waits for our own parts (kernels, set-up thread): it must return promptly.
 constexpr uint64_t kAbortWaitMs = 2000;
 
+/** Split and shrink: a non-blocking child's handle appears only once NCCL's job on the parent
+ *  ends (NCCL 2.28), so it is picked up when ncclCommGetAsyncError(parent) says so. */
+void onChildCreated(ncclResult_t result, ncclComm_t parent, ncclComm_t* newcomm, bool blocking) {
+  if (newcomm == nullptr) return;
+  if (!blocking && result == ncclInProgress && *newcomm == nullptr) {
+    watchPendingChild(parent, newcomm);
+    return;
+  }
+  onCommCreated(result, *newcomm, blocking);
+}
+
 ncclResult_t missing(const char* name) {
   LAMPORT_WARN("%s: the real NCCL function was not found (is libnccl loaded?)", name);
   return ncclSystemError;
@@ -68,7 +79,9 @@ ncclResult_t missing(const char* name) {
 }  // namespace
 
 bool interposerEnabled() {
-  static const bool enabled = globalConfig().enable;
+  // Without NCCL's profiling aliases (NCCL < 2.16.2) we could not reach NCCL's own functions
+  // behind our wrappers reliably: pass everything through (real_nccl.cc WARNs once).
+  static const bool enabled = globalConfig().enable && realNcclHasProfilingApi();
   return enabled;
 }
 
@@ -148,7 +161,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int k
   // The parent's set-up thread may still be using it.
   if (!waitForDeferredSetup(comm)) return rejectNotReady(comm, "ncclCommSplit");
   ncclResult_t result = real(comm, color, key, newcomm, config);
-  onCommCreated(result, newcomm ? *newcomm : nullptr, isBlocking(config, parentBlocking(comm)));
+  onChildCreated(result, comm, newcomm, isBlocking(config, parentBlocking(comm)));
   return result;
 }
 
@@ -163,7 +176,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRan
   if ((shrinkFlags & NCCL_SHRINK_ABORT) != 0) handOverToNccl(comm);
 #endif
   ncclResult_t result = real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
-  onCommCreated(result, newcomm ? *newcomm : nullptr, isBlocking(config, parentBlocking(comm)));
+  onChildCreated(result, comm, newcomm, isBlocking(config, parentBlocking(comm)));
   return result;
 }
 
@@ -179,6 +192,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
 NCCL_LAMPORT_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   REAL_OR_FAIL(ncclCommDestroy);
   if (interposerEnabled()) {
+    forgetPendingChildren(comm);
     cancelDeferredSetup(comm);
     joinDeferredSetup(comm, globalConfig().timeoutMs + 1000);
     releaseComm(comm, /*aborting=*/false);
@@ -191,6 +205,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (!interposerEnabled()) return real(comm);
   // Stop our set-up thread and our waiting kernels first, so nothing of ours holds the device or
   // the communicator while NCCL aborts.
+  forgetPendingChildren(comm);
   cancelDeferredSetup(comm);
   requestAbort(comm);
   ncclResult_t result = real(comm);
@@ -219,6 +234,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResu
     return ncclSuccess;
   }
   ncclResult_t result = real(comm, asyncError);
+  if (result == ncclSuccess && asyncError != nullptr && *asyncError != ncclInProgress) collectPendingChildren(comm);
   if (result != ncclSuccess || asyncError == nullptr || *asyncError != ncclSuccess) return result;
   if (lc != nullptr && !lc->revoked.load()) *asyncError = lamportAsyncError(*lc);
   return result;

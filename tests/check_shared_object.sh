@@ -2,11 +2,16 @@
 # Checks the shared object the way the loader and NCCL see it (SPEC 4.1, 7):
 #   - no DT_NEEDED on libnccl, libcudart or libcuda;
 #   - the dynamic symbol table exports exactly the names of exports.map (plus nothing else);
-#   - libnccl-tuner-lamport.so sits beside it and resolves to the same object.
-# Usage: check_shared_object.sh path/to/libnccl-lamport.so path/to/exports.map
+#   - libnccl-tuner-lamport.so sits beside it and resolves to the same object;
+#   - with nccl.h: every function of nccl.h that has a pnccl twin is exported (a program that
+#     dlopens us in NCCL's place may look any of them up), and no pnccl name is;
+#   - with the audit module: it needs only libc and exports only its la_* entry points.
+# Usage: check_shared_object.sh libnccl-lamport.so exports.map [nccl.h [libnccl-lamport-audit.so]]
 set -euo pipefail
 so="$1"
 map="$2"
+header="${3:-}"
+audit="${4:-}"
 fail=0
 
 needed=$(readelf -d "$so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
@@ -23,6 +28,24 @@ extra=$(comm -13 <(echo "$expected") <(echo "$exported"))
 if [ -n "$missing" ]; then echo "FAIL: not exported: $(echo $missing)"; fail=1; fi
 if [ -n "$extra" ]; then echo "FAIL: exported but not in exports.map: $(echo $extra)"; fail=1; fi
 echo "exported: $(echo "$exported" | wc -l) symbols"
+
+if [ -n "$header" ]; then
+  api=$(grep -oE '\bpnccl[A-Za-z]+[[:space:]]*\(' "$header" | sed -E 's/^p//; s/[[:space:]]*\($//' | sort -u)
+  unexported=$(comm -23 <(echo "$api") <(echo "$exported"))
+  if [ -n "$unexported" ]; then echo "FAIL: NCCL API of $header not exported: $(echo $unexported)"; fail=1; fi
+  if echo "$exported" | grep -q '^pnccl'; then echo "FAIL: exports NCCL's pnccl aliases"; fail=1; fi
+  echo "NCCL API in $(basename "$header"): $(echo "$api" | wc -l) functions, all exported unless listed above"
+fi
+
+if [ -n "$audit" ]; then
+  audit_needed=$(readelf -d "$audit" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | grep -v '^libc\.so' || true)
+  if [ -n "$audit_needed" ]; then echo "FAIL: $audit needs more than libc: $(echo $audit_needed)"; fail=1; fi
+  audit_exported=$(nm -D --defined-only "$audit" | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | sort | tr '\n' ' ')
+  if [ "$audit_exported" != "la_objclose la_objopen la_objsearch la_version " ]; then
+    echo "FAIL: $audit exports: $audit_exported"
+    fail=1
+  fi
+fi
 
 tuner="$(dirname "$so")/libnccl-tuner-lamport.so"
 if [ ! -e "$tuner" ] || [ "$(readlink -f "$tuner")" != "$(readlink -f "$so")" ]; then

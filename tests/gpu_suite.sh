@@ -1,25 +1,64 @@
 #!/usr/bin/env bash
-# The GPU-machine run: GPU tests, the benchmark, nccl-tests under the preloaded object, and the
-# PyTorch check, with every log written under $OUT. Run from the repository root on a machine
-# with >= 2 NVLink GPUs, after staging binaries with tests/stage_for_device.sh:
+# The GPU-machine run: GPU tests, the benchmark, nccl-tests in every mode, and the real-client
+# checks (torch.distributed, a vLLM/SGLang-style ctypes pynccl, JAX), with every log written under
+# $OUT. Run from the repository root on a machine with >= 2 NVLink GPUs, after staging binaries
+# with tests/stage_for_device.sh:
 #   OUT=/tmp/out bash tests/gpu_suite.sh [STAGE_DIR] [PARTS]
-# PARTS: comma list, run in the order given, of gtest,bench,nccltests,torch (default: all);
-# GTESTS: space-separated test binaries to run (default: every tests/test_* in the stage).
+# PARTS: comma list, run in the order given (default: all), of
+#   gtest      the GPU test binaries (GTESTS: space-separated list; default every tests/test_*)
+#   bench      nccl-lamport-bench
+#   nccltests  tests/clients/nccltests_modes.sh: all_reduce_perf in every mode, other collectives,
+#              tuner-only (NT_QUICK=1: fewer runs)
+#   torch      tests/torch/allreduce_check.py, stock vs preloaded
+#   clients    tests/torch/clients_check.py: init eager / lazy / non-blocking, each stock vs preloaded
+#              (CLIENT_VARIANTS: space-separated subset of "eager lazy nonblocking")
+#   pynccl     tests/clients/pynccl_ctypes_check.py: stock library, libnccl-lamport.so by path,
+#              libnccl.so.2 by name under LD_AUDIT=libnccl-lamport-audit.so
+#   jax        tests/clients/jax_psum_check.py, stock vs LD_AUDIT (skipped without jax)
+# NCCL_UNDER_TEST=torch (default: the NCCL of the machine's PyTorch) | system (the one ldconfig
+# knows, /usr/lib/x86_64-linux-gnu/libnccl.so.2 first) | /abs/path/libnccl.so.2: the NCCL that the
+# native binaries (gtest, bench, nccl-tests) and the stock pynccl run load. PyTorch processes
+# always run on PyTorch's own NCCL.
+# Per-rank result files go to $RESULTS (default /tmp/nccl-lamport-results), not $OUT.
+# Prints one summary line per run, the time of each part, and "gpu_suite: N parts passed, M
+# failed"; exits 1 if any part failed. Every log is packed into $OUT/logs.tgz.
 set -u
 STAGE=${1:-.device/stage}
-PARTS=${2:-gtest,bench,nccltests,torch}
+PARTS=${2:-gtest,bench,nccltests,torch,clients,pynccl,jax}
 OUT=${OUT:-/tmp/nccl-lamport-out}
+RESULTS=${RESULTS:-/tmp/nccl-lamport-results}
 mkdir -p "$OUT"
+rm -rf "$RESULTS"
+mkdir -p "$RESULTS"
 # shellcheck disable=SC1091
 source .device/device-env.sh
 export NCCL_NVLS_ENABLE=0
 # nccl-tests needs libcudart.so: the toolkit's, or the one PyTorch's wheels ship.
 CUDART_DIR=$(python3 -c 'import nvidia.cuda_runtime as m; print(list(m.__path__)[0] + "/lib")' 2>/dev/null)
-export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:/usr/local/cuda/lib64:${CUDART_DIR:-}"
+export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/cuda/lib64${CUDART_DIR:+:$CUDART_DIR}"
 SO=$(realpath "$STAGE/lib/libnccl-lamport.so")
+AUDIT="$(dirname "$SO")/libnccl-lamport-audit.so"
 NT=$(realpath .third_party/nt-bin 2>/dev/null || echo "")
 summary="$OUT/summary.txt"
+: >"$summary"
 note() { echo "$*" | tee -a "$summary"; }
+part_fail=0
+fail() { part_fail=1; }
+
+pack_logs() {
+  # The device tool returns at most 8 files: pack every log into one archive.
+  (cd "$OUT" && tar czf logs.tgz --exclude=logs.tgz --exclude=bench.json --exclude=summary.txt ./*.log ./*.txt ./*.csv 2>/dev/null)
+}
+
+nccl_version() {  # the version code a libnccl reports, without touching a GPU
+  python3 - "$1" <<'EOF' 2>/dev/null || echo "?"
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+v = ctypes.c_int()
+lib.ncclGetVersion(ctypes.byref(v))
+print(v.value)
+EOF
+}
 
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
@@ -28,62 +67,255 @@ note() { echo "$*" | tee -a "$summary"; }
 } >"$OUT/machine.txt" 2>&1
 note "machine: $(head -2 "$OUT/machine.txt" | tail -1)"
 
+# Which NCCL is under test.
+NCCL_UNDER_TEST=${NCCL_UNDER_TEST:-torch}
+case $NCCL_UNDER_TEST in
+  torch)
+    NCCL_LIB=""
+    [ -n "${NCCL_PKG_DIR:-}" ] && [ -e "$NCCL_PKG_DIR/lib/libnccl.so.2" ] && NCCL_LIB=$(realpath "$NCCL_PKG_DIR/lib/libnccl.so.2")
+    if [ -z "$NCCL_LIB" ]; then
+      note "nccl: SKIPPED: PyTorch's NCCL (nvidia.nccl wheel) not found; try NCCL_UNDER_TEST=system"
+      pack_logs
+      exit 0
+    fi
+    ;;
+  system)
+    NCCL_LIB=""
+    if [ -e /usr/lib/x86_64-linux-gnu/libnccl.so.2 ]; then
+      NCCL_LIB=/usr/lib/x86_64-linux-gnu/libnccl.so.2
+    else
+      NCCL_LIB=$(ldconfig -p 2>/dev/null | awk '$1 == "libnccl.so.2" { print $NF; exit }')
+    fi
+    note "nccl: ldconfig -p: $(ldconfig -p 2>/dev/null | grep -c 'libnccl\.so\.2') libnccl.so.2 entries; using '${NCCL_LIB:-none}'"
+    if [ -z "$NCCL_LIB" ]; then
+      note "nccl: SKIPPED: no system NCCL"
+      pack_logs
+      exit 0
+    fi
+    NCCL_LIB=$(realpath "$NCCL_LIB")
+    ;;
+  /*)
+    NCCL_LIB=$(realpath "$NCCL_UNDER_TEST")
+    ;;
+  *)
+    note "nccl: NCCL_UNDER_TEST=$NCCL_UNDER_TEST: want torch, system or an absolute path"
+    exit 2
+    ;;
+esac
+NCCL_LIB_DIR=$(dirname "$NCCL_LIB")
+# Native binaries find the NCCL under test first.
+NCCL_LDLP="$NCCL_LIB_DIR:$LD_LIBRARY_PATH"
+note "nccl: NCCL_UNDER_TEST=$NCCL_UNDER_TEST -> $NCCL_LIB (version code $(nccl_version "$NCCL_LIB")); PyTorch's: ${NCCL_PKG_DIR:-none}"
+note "object: $SO; audit module: $([ -f "$AUDIT" ] && echo "$AUDIT" || echo "none beside it")"
+
+# --- helpers for the Python parts ------------------------------------------------------------
+
+# torch_run LABEL LOG EXPECT [VAR=VALUE...] -- SCRIPT ARGS...
+# torchrun with 2 processes. EXPECT: stock (no nccl-lamport log line), lamport (a communicator
+# logged "Lamport one-shot ON"), any. One summary line; a failure marks the part failed.
+torch_run() {
+  local label=$1 log=$2 expect=$3
+  shift 3
+  local -a envs=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do
+    envs+=("$1")
+    shift
+  done
+  shift
+  local out
+  out=$(mktemp)
+  echo "=== $label: ${envs[*]+${envs[*]}} torchrun --standalone --nproc_per_node=2 $*" >>"$log"
+  env ${envs[@]+"${envs[@]}"} NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1 \
+    timeout "${TORCH_TIMEOUT:-300}" torchrun --standalone --nproc_per_node=2 "$@" >"$out" 2>&1
+  local rc=$?
+  cat "$out" >>"$log"
+  # Worst status per scenario over both ranks, in order of appearance.
+  local scen counts on lam lamport_lines why=""
+  scen=$(awk 'match($0, /SCENARIO [a-z_]+: (PASS|FAIL)/) {
+      split(substr($0, RSTART + 9, RLENGTH - 9), a, ": ")
+      if (!(a[1] in st)) names[++n] = a[1]
+      if (!(a[1] in st) || a[2] == "FAIL") st[a[1]] = a[2]
+    }
+    END { for (i = 1; i <= n; i++) printf "%s=%s ", names[i], st[names[i]] }' "$out")
+  counts=$(awk 'match($0, /: [0-9]+ passed, [0-9]+ failed/) {
+      split(substr($0, RSTART + 2, RLENGTH - 2), a, " "); p += a[1]; f += a[3]; seen = 1
+    }
+    END { if (seen) printf "checks %d passed %d failed (both ranks)", p, f }' "$out")
+  on=$(grep -c "Lamport one-shot ON" "$out")
+  lam=$(sed -nE 's/.* ([0-9]+) allreduce calls ran on Lamport kernels, ([0-9]+) went to NCCL.*/\1 \2/p' "$out" |
+    awk '{ l += $1; n += $2 } END { printf "%d/%d", l, n }')
+  lamport_lines=$(grep -c "Lamport: " "$out")
+  [ "$rc" -eq 0 ] || why+=" rc=$rc"
+  case $expect in
+    stock) [ "$lamport_lines" -eq 0 ] || why+=" stock run has $lamport_lines nccl-lamport log lines" ;;
+    lamport) [ "$on" -gt 0 ] || why+=" no 'Lamport one-shot ON' in the log" ;;
+  esac
+  if grep -q "SCENARIO [a-z_]*: FAIL" "$out"; then why+=" a scenario failed"; fi
+  local status=PASS
+  if [ -n "$why" ]; then
+    status=FAIL
+    fail
+    grep -E "FAIL|Error|error:" "$out" | grep -v "NCCL INFO" | head -5 | sed 's/^/    /' | tee -a "$summary"
+  fi
+  note "$label: $status rc=$rc ${scen}${counts} | Lamport ON lines=$on, calls lamport/nccl at destroy=$lam${why:+ (FAIL:$why)}"
+  rm -f "$out"
+}
+
+# compare_dirs LABEL BASELINE PLUGIN LOG
+compare_dirs() {
+  echo "=== compare $1: $2 vs $3" >>"$4"
+  python3 tests/torch/compare_runs.py "$2" "$3" --ranks 2 --label "$1" >>"$4" 2>&1
+  local rc=$?
+  [ "$rc" -eq 0 ] || fail
+  note "compare $1: $([ "$rc" -eq 0 ] && echo PASS || echo FAIL) rc=$rc $(tail -1 "$4")"
+}
+
+# --- parts -----------------------------------------------------------------------------------
+
 run_gtest() {
   for t in ${GTESTS:-"$STAGE"/tests/test_*}; do
     [ -x "$t" ] || continue
     name=$(basename "$t")
-    timeout "${GTEST_TIMEOUT:-150}" "$t" >"$OUT/gtest-$name.log" 2>&1
+    LD_LIBRARY_PATH="$NCCL_LDLP" timeout "${GTEST_TIMEOUT:-150}" "$t" >"$OUT/gtest-$name.log" 2>&1
     rc=$?
+    [ "$rc" -eq 0 ] || fail
     note "gtest $name: rc=$rc $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/gtest-$name.log" | tr '\n' ' ')"
   done
 }
 
 run_bench() {
-  timeout 300 "$STAGE/bench/nccl-lamport-bench" --json "$OUT/bench.json" --csv "$OUT/bench.csv" >"$OUT/bench.log" 2>&1
-  note "bench: rc=$?"
+  LD_LIBRARY_PATH="$NCCL_LDLP" timeout 300 "$STAGE/bench/nccl-lamport-bench" --json "$OUT/bench.json" --csv "$OUT/bench.csv" >"$OUT/bench.log" 2>&1
+  rc=$?
+  [ "$rc" -eq 0 ] || fail
+  note "bench: rc=$rc"
   cat "$OUT/bench.log"
 }
 
 run_nccltests() {
-  [ -n "$NT" ] || { note "nccl-tests: no binaries"; return; }
-  ar="$NT/all_reduce_perf"
-  log="$OUT/nccltests.log"
-  : >"$log"
-  run_nt() {  # label, env..., -- args
-    local label=$1; shift
-    echo "=== $label: $*" >>"$log"
-    timeout 120 env "$@" >>"$log" 2>&1
-    local rc=$?
-    note "nccl-tests $label: rc=$rc $(grep -E 'Out of bounds values|Avg bus bandwidth' "$log" | tail -2 | tr -s ' ' | tr '\n' ' ')"
-  }
-  for dt in ${NT_DTYPES:-bfloat16 half float}; do
-    run_nt "stock-g2-$dt" NCCL_LAMPORT_ENABLE=1 "$ar" -b 8 -e 16M -f 4 -g 2 -c 1 -d "$dt" -n 50 -w 10
-    run_nt "lamport-g2-$dt" LD_PRELOAD="$SO" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT "$ar" -b 8 -e 16M -f 4 -g 2 -c 1 -d "$dt" -n 50 -w 10
-  done
-  run_nt "lamport-t2" LD_PRELOAD="$SO" "$ar" -b 8 -e 16M -f 4 -t 2 -c 1 -d bfloat16 -n 50 -w 10
-  run_nt "stock-G50" "$ar" -b 8 -e 8M -f 4 -g 2 -c 1 -d bfloat16 -G 50 -n 20 -w 5
-  run_nt "stock-G50-R2" "$ar" -b 8 -e 8M -f 4 -g 2 -c 1 -d bfloat16 -G 50 -n 20 -w 5 -R 2
-  run_nt "lamport-G50" LD_PRELOAD="$SO" "$ar" -b 8 -e 8M -f 4 -g 2 -c 1 -d bfloat16 -G 50 -n 20 -w 5
-  run_nt "lamport-t2-G10" LD_PRELOAD="$SO" "$ar" -b 8 -e 1M -f 8 -t 2 -c 1 -d half -G 10 -n 20 -w 5
+  if [ -z "$NT" ]; then
+    note "nccl-tests: SKIPPED: no binaries in .third_party/nt-bin"
+    return
+  fi
+  LD_LIBRARY_PATH="$NCCL_LDLP" bash tests/clients/nccltests_modes.sh "$SO" "$NT" "$OUT"
+  rc=$?
+  [ "$rc" -eq 0 ] || fail
+  cat "$OUT/nccltests-summary.txt" >>"$summary"
 }
 
 run_torch() {
-  tlog="$OUT/torch.log"
-  rm -rf /tmp/torch-stock /tmp/torch-lamport
-  PYTHONUNBUFFERED=1 timeout 150 torchrun --nproc_per_node=2 tests/torch/allreduce_check.py --out /tmp/torch-stock >"$tlog" 2>&1
-  note "torch stock: rc=$?"
-  LD_PRELOAD="$SO" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT PYTHONUNBUFFERED=1 timeout 150 \
-    torchrun --nproc_per_node=2 tests/torch/allreduce_check.py --out /tmp/torch-lamport >>"$tlog" 2>&1
-  note "torch lamport: rc=$? $(grep -c 'Lamport' "$tlog") Lamport log lines"
-  python3 tests/torch/compare_runs.py /tmp/torch-stock /tmp/torch-lamport --ranks 2 >>"$tlog" 2>&1
-  note "torch compare: rc=$? $(tail -1 "$tlog")"
+  local tlog="$OUT/torch.log"
+  : >"$tlog"
+  torch_run "torch stock" "$tlog" stock -- tests/torch/allreduce_check.py --out "$RESULTS/torch-stock"
+  torch_run "torch lamport" "$tlog" lamport "LD_PRELOAD=$SO" -- tests/torch/allreduce_check.py --out "$RESULTS/torch-lamport"
+  compare_dirs torch "$RESULTS/torch-stock" "$RESULTS/torch-lamport" "$tlog"
+}
+
+run_clients() {
+  local clog="$OUT/clients.log" variant expect
+  : >"$clog"
+  for variant in ${CLIENT_VARIANTS:-eager lazy nonblocking}; do
+    local -a vargs=(--init eager)
+    local -a venv=()
+    expect=(lamport --expect-lamport)
+    case $variant in
+      lazy) vargs=(--init lazy) ;;
+      nonblocking)
+        vargs=(--init eager --nonblocking --scenarios "eager_init,new_group,async,ddp")
+        venv=(TORCH_NCCL_USE_COMM_NONBLOCKING=1)
+        # Non-blocking communicators: results must match; whether they are accelerated is reported.
+        expect=(any)
+        ;;
+    esac
+    torch_run "clients stock-$variant" "$clog" stock ${venv[@]+"${venv[@]}"} -- \
+      tests/torch/clients_check.py "${vargs[@]}" --out "$RESULTS/clients-stock-$variant"
+    torch_run "clients lamport-$variant" "$clog" "${expect[0]}" ${venv[@]+"${venv[@]}"} "LD_PRELOAD=$SO" -- \
+      tests/torch/clients_check.py "${vargs[@]}" "${expect[@]:1}" --out "$RESULTS/clients-lamport-$variant"
+    compare_dirs "clients $variant" "$RESULTS/clients-stock-$variant" "$RESULTS/clients-lamport-$variant" "$clog"
+  done
+}
+
+run_pynccl() {
+  local plog="$OUT/pynccl.log" script=tests/clients/pynccl_ctypes_check.py
+  local exports="$RESULTS/pynccl-exports.txt"
+  : >"$plog"
+  local -a lamport_env=()
+  # PyTorch has loaded its own NCCL in these processes; nccl-lamport uses the loaded one, so the
+  # system NCCL can only be named (NCCL_LAMPORT_NCCL_PATH applies when none is loaded yet).
+  [ "$NCCL_UNDER_TEST" = torch ] || lamport_env=("NCCL_LAMPORT_NCCL_PATH=$NCCL_LIB")
+  torch_run "pynccl stock ($NCCL_LIB)" "$plog" stock -- \
+    "$script" --lib "$NCCL_LIB" --label stock --expect-stock --exports-file "$exports" --out "$RESULTS/pynccl-stock"
+  # As VLLM_NCCL_SO_PATH=/abs/libnccl-lamport.so (SGLANG_NCCL_SO_PATH alike) would load it.
+  torch_run "pynccl lamport by path" "$plog" lamport ${lamport_env[@]+"${lamport_env[@]}"} -- \
+    "$script" --lib "$SO" --label lamport-path --expect-lamport --exports-file "$exports" --out "$RESULTS/pynccl-lamport-path"
+  compare_dirs "pynccl stock vs path" "$RESULTS/pynccl-stock" "$RESULTS/pynccl-lamport-path" "$plog"
+  if [ -f "$AUDIT" ]; then
+    # A client that dlopens "libnccl.so.2" by name (pynccl's default, JAX/XLA), redirected.
+    torch_run "pynccl libnccl.so.2 under LD_AUDIT" "$plog" lamport "LD_AUDIT=$AUDIT" ${lamport_env[@]+"${lamport_env[@]}"} -- \
+      "$script" --lib libnccl.so.2 --label lamport-audit --expect-lamport --exports-file "$exports" \
+      --out "$RESULTS/pynccl-lamport-audit"
+    compare_dirs "pynccl stock vs audit" "$RESULTS/pynccl-stock" "$RESULTS/pynccl-lamport-audit" "$plog"
+  else
+    note "pynccl libnccl.so.2 under LD_AUDIT: SKIPPED: no $AUDIT"
+  fi
+}
+
+run_jax() {
+  local jlog="$OUT/jax.log" script=tests/clients/jax_psum_check.py
+  if ! python3 -c 'import jax' >/dev/null 2>&1; then
+    note "jax: SKIPPED: no jax in this Python"
+    return
+  fi
+  if [ ! -f "$AUDIT" ]; then
+    note "jax: SKIPPED: no $AUDIT"
+    return
+  fi
+  : >"$jlog"
+  echo "=== jax stock" >>"$jlog"
+  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT timeout 300 python3 "$script" --out "$RESULTS/jax-stock.npz" >>"$jlog" 2>&1
+  local rc1=$?
+  if grep -q "SKIPPED" "$jlog"; then
+    note "jax: SKIPPED: $(grep -m1 SKIPPED "$jlog")"
+    return
+  fi
+  echo "=== jax LD_AUDIT=$AUDIT" >>"$jlog"
+  LD_AUDIT="$AUDIT" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT timeout 300 python3 "$script" --out "$RESULTS/jax-audit.npz" >>"$jlog" 2>&1
+  local rc2=$?
+  python3 "$script" --compare "$RESULTS/jax-stock.npz" "$RESULTS/jax-audit.npz" >>"$jlog" 2>&1
+  local rc3=$?
+  local on
+  on=$(grep -c "Lamport one-shot ON" "$jlog")
+  local status=PASS
+  if [ "$rc1" -ne 0 ] || [ "$rc2" -ne 0 ] || [ "$rc3" -ne 0 ] || [ "$on" -eq 0 ]; then
+    status=FAIL
+    fail
+  fi
+  note "jax: $status stock rc=$rc1, audit rc=$rc2, compare rc=$rc3, Lamport ON lines=$on | $(grep -E '^jax (psum|compare)' "$jlog" | tr '\n' ' ')"
 }
 
 IFS=, read -ra parts <<<"$PARTS"
+parts_passed=0
+parts_failed=0
+suite_t0=$SECONDS
 for part in "${parts[@]}"; do
+  if ! declare -F "run_$part" >/dev/null; then
+    note "part $part: unknown (known: gtest bench nccltests torch clients pynccl jax)"
+    parts_failed=$((parts_failed + 1))
+    continue
+  fi
+  part_fail=0
+  t0=$SECONDS
   "run_$part"
+  if [ "$part_fail" -eq 0 ]; then
+    parts_passed=$((parts_passed + 1))
+    note "part $part: PASS in $((SECONDS - t0)) s"
+  else
+    parts_failed=$((parts_failed + 1))
+    note "part $part: FAIL in $((SECONDS - t0)) s"
+  fi
 done
+note "gpu_suite: $((SECONDS - suite_t0)) s in all"
+note "gpu_suite: $parts_passed passed, $parts_failed failed"
 echo "=== summary"
 cat "$summary"
-# The device tool returns at most 8 files: pack every log into one archive.
-(cd "$OUT" && tar czf logs.tgz --exclude=logs.tgz --exclude=bench.json --exclude=summary.txt ./*.log ./*.txt ./*.csv 2>/dev/null)
+pack_logs
+[ "$parts_failed" -eq 0 ]

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <nccl.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -306,6 +307,90 @@ class Watchdog {
 
 /** cudaGetDeviceCount in this process (in-process patterns only); 0 without a driver. */
 int inProcessGpuCount();
+
+// ---------------------------------------------------------------- bounded waits, extra communicators
+// For tests that drive several communicators, non-blocking ones, or calls that might never end:
+// every wait has a deadline and a late one is a failure that says what was stuck.
+
+/** Seconds since start (steady clock). */
+double secondsSince(std::chrono::steady_clock::time_point start);
+
+/** Records "rank R: <printf text>" against h.slots[0] (the rank a forked process drives). */
+void failf(Harness& h, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/** A non-blocking stream on the current device, destroyed with the object (nullptr if creation failed). */
+struct OwnedStream {
+  cudaStream_t stream = nullptr;
+  OwnedStream() {
+    if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) stream = nullptr;
+  }
+  ~OwnedStream() {
+    if (stream != nullptr) cudaStreamDestroy(stream);
+  }
+  OwnedStream(const OwnedStream&) = delete;
+  OwnedStream& operator=(const OwnedStream&) = delete;
+};
+
+/** Polls stream until it is idle or `seconds` pass: cudaSuccess, its error, or cudaErrorNotReady. */
+cudaError_t pollStream(cudaStream_t stream, double seconds);
+
+/** Every stream idle within `seconds` (each); else a failure naming it (a stuck kernel or a CUDA error). */
+bool waitStreams(Harness& h, const std::vector<cudaStream_t>& streams, double seconds, const char* what);
+
+/** Runs fn on a second thread (h.slots[0]'s device current there) and returns the seconds it took.
+ *  Past `limit` a failure is recorded at once, so a rank later killed for a hang still says where it
+ *  was, and another with the real duration once fn returns. */
+double timedOnThread(Harness& h, const char* what, double limit, const std::function<void()>& fn);
+
+/** ncclCommSplit of h's communicator (color 0; key < 0 means the rank, so the order is kept) into
+ *  a communicator that must be accelerated (a failure if not). nullptr (and a failure) if the split
+ *  fails. */
+ncclComm_t splitAccelerated(Harness& h, int key = -1);
+
+/** A copy of h that drives comm on stream (same failure log and cross-rank check); rank and nRanks
+ *  are the communicator's own (ncclCommUserRank / ncclCommCount); counters snapshotted. */
+Harness harnessFor(const Harness& h, ncclComm_t comm, cudaStream_t stream);
+
+/** Aborts *comm (if any) and sets it to nullptr; for the way out of a test that already failed. */
+void abortQuietly(ncclComm_t* comm);
+
+/** Polls ncclCommGetAsyncError(comm) until it stops reporting ncclInProgress or `seconds` pass.
+ *  Returns the last state (ncclInProgress when time ran out, the call's own error if it failed);
+ *  *waited gets the seconds spent. */
+ncclResult_t pollAsyncError(ncclComm_t comm, double seconds, double* waited = nullptr);
+
+/** pollAsyncError, and a failure naming `what` unless the state became ncclSuccess. */
+bool waitCommReady(Harness& h, ncclComm_t comm, double seconds, const char* what);
+
+/** Rank 0 makes a new ncclUniqueId and every rank of h's (blocking, ready) communicator receives
+ *  it through NCCL's own broadcast (pncclBroadcast: the plugin plays no part). False and a failure
+ *  if any step fails (every rank learns of a failure on rank 0). */
+bool shareUniqueId(Harness& h, ncclUniqueId* id);
+
+/** Checks nothing: for calls on communicators other ranks are not part of (one-rank splits), whose
+ *  results must not enter the cross-rank comparison. */
+class NoCrossCheck : public CrossRankCheck {
+ public:
+  void submit(const RankSlot&, const std::string&, const std::vector<uint8_t>&, Failures&) override {}
+};
+
+/** ncclLamportGetCommInfo(comm) now (all zero if the call fails). */
+ncclLamportCommInfo_t commInfo(ncclComm_t comm);
+
+/** Fails unless comm is accelerated (known, eligible, a workspace) with nRanks ranks and, when
+ *  rank >= 0, with that rank. */
+void requireAccelerated(Harness& h, ncclComm_t comm, int nRanks, int rank, const char* what);
+
+/** Acceleration shown by the counters: hx's communicator ran exactly `expected` (> 0) allreduces
+ *  on Lamport since hx.begin(); also Harness::checkCounters and checkNoAsyncError. Prints both
+ *  counters' growth. */
+void checkLamportGrowth(Harness& hx, uint64_t expected, const char* what);
+
+/** Runs body in ONE forked process that drives every GPU itself (a gtest process whose other tests
+ *  fork ranks must not initialise CUDA). body returns a skip reason or ""; its Failures come back
+ *  through shared memory and become a gtest failure here, as do a bad exit, a timeout (the process
+ *  is killed after timeoutSeconds) and a run without checks. Returns the skip reason or "". */
+std::string runInOneProcess(double timeoutSeconds, const std::function<std::string(Failures&)>& body);
 
 }  // namespace gputest
 }  // namespace nccl_lamport

@@ -6,6 +6,9 @@
 #   test_gpu_singleprocess  one process drives every GPU (ncclCommInitAll / grouped init and calls)
 #   test_gpu_threads        one thread per GPU (plain and grouped-per-thread)
 #   test_gpu_lifecycle      two streams on one comm, abort/finalize/destroy, create-destroy leaks (forked ranks)
+#   test_gpu_groups         allreduce in groups with allgather/send/recv, two comms, nesting, graphs (forked ranks)
+#   test_gpu_comm_kinds     split/shrink/scalable/non-blocking/revoke comms, 3 comms x 2 threads (forked ranks;
+#                           one test forks a single process that drives both GPUs)
 #
 # The fork-based and the in-process executables are separate on purpose: CUDA state does not
 # survive fork, so a process that initialised CUDA must never fork ranks.
@@ -29,7 +32,7 @@ if(TARGET nccl-lamport AND TARGET lamport_launcher)
     ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include ${NCCL_INCLUDE_DIR})
   target_link_libraries(lamport_gpu_test_support PRIVATE CUDA::toolkit GTest::gtest)
 
-  foreach(pattern multiprocess errors singleprocess threads lifecycle)
+  foreach(pattern multiprocess errors singleprocess threads lifecycle groups comm_kinds)
     set(target test_gpu_${pattern})
     add_executable(${target}
       ${CMAKE_CURRENT_LIST_DIR}/test_gpu_${pattern}.cc

@@ -7,7 +7,7 @@ build=$1
 stage=${2:-.device/stage}
 rm -rf "$stage"
 mkdir -p "$stage/lib" "$stage/bench" "$stage/tests"
-cp -a "$build"/lib/libnccl-lamport.so "$build"/lib/libnccl-tuner-lamport.so "$stage/lib/"
+cp -a "$build"/lib/libnccl-lamport.so "$build"/lib/libnccl-tuner-lamport.so "$build"/lib/libnccl-lamport-audit.so "$stage/lib/"
 cp "$build/bench/nccl-lamport-bench" "$stage/bench/" 2>/dev/null || echo "no bench binary"
 for t in "$build"/tests/test_*; do
   [ -f "$t" ] && [ -x "$t" ] && cp "$t" "$stage/tests/"

@@ -1,15 +1,22 @@
 // Loads libnccl-lamport.so the way NCCL (2.26+: RTLD_NOW|RTLD_LOCAL) and vLLM's subprocess probe
 // do, in a process with no NCCL loaded and without touching a GPU: the load must succeed, the
-// tuner structs must be found, and an interposed call with no NCCL present must fail cleanly.
+// tuner structs must be found, and an interposed or forwarded call with no NCCL present must
+// fail cleanly.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
 
 namespace {
+
+// "No NCCL": with nothing loaded the plugin would dlopen("libnccl.so.2") by name, and this
+// machine may well have one on the loader's path. A set NCCL_LAMPORT_NCCL_PATH is the only
+// library the plugin tries (README), so a missing file means no NCCL at all.
+const int kNoNccl = setenv("NCCL_LAMPORT_NCCL_PATH", "/nonexistent/libnccl.so.2", 1);
 
 struct TunerHeader {
   const char* name;
@@ -39,7 +46,18 @@ TEST(SharedObject, InterposedCallWithoutNcclFailsCleanly) {
   using IsActiveFn = int (*)();
   auto isActive = reinterpret_cast<IsActiveFn>(dlsym(handle, "ncclLamportIsActive"));
   ASSERT_NE(isActive, nullptr);
-  EXPECT_EQ(isActive(), 1);
+  EXPECT_EQ(isActive(), 0) << "no NCCL behind it: the interposer only passes calls through";
+  // A forwarded function (plugin/nccl_api_forward.cc) fails with ncclSystemError (as the wrappers do) and a const
+  // char* one answers with a fixed text.
+  auto getVersion = reinterpret_cast<ncclResult_t (*)(int*)>(dlsym(handle, "ncclGetVersion"));
+  ASSERT_NE(getVersion, nullptr);
+  int version = 0;
+  EXPECT_EQ(getVersion(&version), ncclSystemError);
+  auto errorString = reinterpret_cast<const char* (*)(ncclResult_t)>(dlsym(handle, "ncclGetErrorString"));
+  ASSERT_NE(errorString, nullptr);
+  EXPECT_EQ(std::string(errorString(ncclSuccess)).rfind("nccl-lamport:", 0), 0u) << errorString(ncclSuccess);
+  EXPECT_EQ(dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD), nullptr) << "the plugin loaded an NCCL after all";
+  ASSERT_EQ(kNoNccl, 0);
   dlclose(handle);
 }
 

@@ -1,26 +1,18 @@
-"""Compares two allreduce_check.py runs: stock NCCL (baseline) and the preloaded plugin.
+"""Compares two runs of a GPU check (allreduce_check.py, clients_check.py, pynccl_ctypes_check.py):
+a baseline (stock NCCL) and a run through nccl-lamport.
 
-    python3 tests/torch/compare_runs.py BASELINE_DIR PLUGIN_DIR --ranks 2
-Prints one line per result kind and a summary; exits 1 if any result differs by more than the
-tolerance (nRanks ulps of the dtype at the result magnitude), or if the plugin's ranks are not
-bit-identical.
+    python3 tests/torch/compare_runs.py BASELINE_DIR PLUGIN_DIR --ranks 2 [--label NAME]
+Prints one line per result key and a summary line "N passed, M failed (...)"; exits 1 if any key
+is missing from a run, differs from the baseline beyond what the check allows (bit-identical for
+keys the check marked exact, else nRanks ulps of the dtype at the result magnitude), or if the
+plugin run's ranks are not bit-identical. The rules are in common.compare_dirs.
 """
 import argparse
+import os
 import sys
 
-import torch
-
-
-BIT_VIEWS = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16}
-
-
-def bits(t):
-    """The raw bit pattern, so NaN == NaN and -0.0 != +0.0 in comparisons."""
-    return t.view(BIT_VIEWS[t.dtype])
-
-
-def load(run_dir, ranks):
-    return [torch.load(f"{run_dir}/rank{r}.pt") for r in range(ranks)]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import compare_dirs  # noqa: E402
 
 
 def main():
@@ -28,35 +20,14 @@ def main():
     parser.add_argument("baseline")
     parser.add_argument("plugin")
     parser.add_argument("--ranks", type=int, default=2)
+    parser.add_argument("--label", default="", help="prefix for the summary line")
     args = parser.parse_args()
-    base = load(args.baseline, args.ranks)
-    plug = load(args.plugin, args.ranks)
-    failures = 0
-    exact = 0
-    for key in sorted(base[0]):
-        b = base[0][key]
-        p = plug[0][key]
-        for r in range(1, args.ranks):
-            if not torch.equal(bits(plug[r][key]), bits(p)):
-                print(f"FAIL {key}: plugin ranks 0 and {r} are not bit-identical")
-                failures += 1
-        bd, pd = b.double(), p.double()
-        diff = (bd - pd).abs()
-        finfo = torch.finfo(b.dtype)
-        # Each run rounds the exact sum once or twice (fp32 accumulate, then the dtype): allow
-        # nRanks ulps of the dtype at the result magnitude, and the smallest normal near zero.
-        tol = args.ranks * finfo.eps * torch.maximum(bd.abs(), pd.abs()) + finfo.tiny
-        bad = (diff > tol) & ~(torch.isnan(bd) & torch.isnan(pd))
-        same = torch.equal(bits(b), bits(p))
-        exact += int(same)
-        if bad.any():
-            failures += 1
-            print(f"FAIL {key}: {int(bad.sum())} of {b.numel()} elements beyond tolerance, max diff {float(diff.max()):.3g}")
-        else:
-            kind = "bit-identical" if same else "within tolerance"
-            print(f"ok   {key}: max |plugin - baseline| = {float(diff.max()):.3g} ({kind})")
-    total = len(base[0])
-    print(f"{total - failures} passed, {failures} failed ({exact} of {total} bit-identical to stock NCCL)")
+    prefix = f"{args.label}: " if args.label else ""
+    lines = []
+    failures = compare_dirs(args.baseline, args.plugin, args.ranks, emit=lines.append)
+    for line in lines[:-1]:
+        print(line)
+    print(prefix + lines[-1])
     return 1 if failures else 0
 
 

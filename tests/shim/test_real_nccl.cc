@@ -1,0 +1,129 @@
+// Which NCCL plugin/real_nccl.cc picks, and realNcclHasProfilingApi(), in a process that does not
+// link NCCL. The choice is made once per process, so each test runs alone in its own process
+// (tests/shim_tests.cmake registers one ctest per test with --gtest_filter); run together they
+// skip themselves.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <nccl.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "plugin/log.h"
+#include "plugin/real_nccl.h"
+
+namespace {
+
+std::vector<std::string>& logLines() {
+  static std::vector<std::string> lines;
+  return lines;
+}
+
+void collect(const char* line) { logLines().push_back(line); }
+
+// Skips unless this is the only test of the run; captures every log line from here on.
+#define RUN_ALONE()                                                                             \
+  do {                                                                                          \
+    if (::testing::UnitTest::GetInstance()->test_to_run_count() != 1)                           \
+      GTEST_SKIP() << "picks the NCCL of the whole process: run it alone (--gtest_filter)";    \
+    nccl_lamport::setLogSettingsForTest({nccl_lamport::kLogInfo, nccl_lamport::kSubsysAll});   \
+    nccl_lamport::setLogSinkForTest(&collect);                                                  \
+  } while (0)
+
+bool logged(const std::string& text) {
+  for (const std::string& line : logLines()) {
+    if (line.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+std::string allLines() {
+  std::string all;
+  for (const std::string& line : logLines()) all += line + "\n";
+  return all;
+}
+
+std::string objectOf(void* fn) {
+  Dl_info info{};
+  return fn != nullptr && dladdr(fn, &info) != 0 && info.dli_fname != nullptr ? info.dli_fname : "";
+}
+
+int versionThrough(void* fn) {
+  int version = 0;
+  EXPECT_EQ(reinterpret_cast<decltype(&ncclGetVersion)>(fn)(&version), ncclSuccess);
+  return version;
+}
+
+bool libncclLoaded() {
+  void* handle = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD);
+  if (handle != nullptr) dlclose(handle);
+  return handle != nullptr;
+}
+
+// Nothing loaded, no NCCL_LAMPORT_NCCL_PATH: libnccl.so.2 through the loader's search path.
+TEST(RealNccl, LoadsLibncclByNameWhenNoneIsLoaded) {
+  RUN_ALONE();
+  unsetenv("NCCL_LAMPORT_NCCL_PATH");
+  ASSERT_FALSE(libncclLoaded());
+  void* getVersion = nccl_lamport::resolveRealNccl("ncclGetVersion");
+  ASSERT_NE(getVersion, nullptr) << allLines();
+  EXPECT_TRUE(libncclLoaded());
+  EXPECT_NE(objectOf(getVersion).find("libnccl.so"), std::string::npos) << objectOf(getVersion);
+  EXPECT_GE(versionThrough(getVersion), 21602);
+  EXPECT_TRUE(nccl_lamport::realNcclHasProfilingApi());
+  EXPECT_EQ(nccl_lamport::resolveRealNccl("ncclNoSuchFunction"), nullptr);
+  EXPECT_TRUE(logged("(loaded by name)")) << allLines();
+}
+
+// An NCCL in the global scope is used through its pnccl aliases.
+TEST(RealNccl, UsesAnNcclInTheGlobalScope) {
+  RUN_ALONE();
+  ASSERT_NE(dlopen("libnccl.so.2", RTLD_NOW | RTLD_GLOBAL), nullptr) << dlerror();
+  void* allReduce = nccl_lamport::resolveRealNccl("ncclAllReduce");
+  EXPECT_EQ(allReduce, dlsym(RTLD_DEFAULT, "pncclAllReduce"));
+  EXPECT_TRUE(nccl_lamport::realNcclHasProfilingApi());
+  EXPECT_TRUE(logged("(in the global scope)")) << allLines();
+}
+
+// An NCCL loaded RTLD_LOCAL (as PyTorch does) is found by name, not loaded a second time.
+TEST(RealNccl, FindsAnNcclLoadedLocally) {
+  RUN_ALONE();
+  setenv("NCCL_LAMPORT_NCCL_PATH", "/nonexistent/libnccl.so.2", 1);  // must not be needed
+  void* local = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(local, nullptr) << dlerror();
+  EXPECT_EQ(dlsym(RTLD_DEFAULT, "pncclAllReduce"), nullptr);
+  EXPECT_EQ(nccl_lamport::resolveRealNccl("ncclAllReduce"), dlsym(local, "pncclAllReduce"));
+  EXPECT_TRUE(nccl_lamport::realNcclHasProfilingApi());
+  EXPECT_TRUE(logged("(already loaded)")) << allLines();
+  EXPECT_FALSE(logged("NCCL_LAMPORT_NCCL_PATH")) << allLines();
+}
+
+// An NCCL older than 2.16.2 (no pnccl aliases) is used by handle, plain names, and reported.
+TEST(RealNccl, OldNcclWithoutProfilingApi) {
+  RUN_ALONE();
+  setenv("NCCL_LAMPORT_NCCL_PATH", FAKE_OLD_NCCL_PATH, 1);
+  void* getVersion = nccl_lamport::resolveRealNccl("ncclGetVersion");
+  ASSERT_NE(getVersion, nullptr) << allLines();
+  EXPECT_EQ(versionThrough(getVersion), 21500);
+  EXPECT_EQ(objectOf(nccl_lamport::resolveRealNccl("ncclAllReduce")), objectOf(getVersion));
+  EXPECT_FALSE(nccl_lamport::realNcclHasProfilingApi());
+  EXPECT_TRUE(logged("no profiling API")) << allLines();
+  EXPECT_TRUE(logged("Lamport path is off")) << allLines();
+  EXPECT_STREQ(nccl_lamport::ncclErrorText(ncclInternalError), "fake old NCCL");
+  EXPECT_FALSE(libncclLoaded()) << "NCCL_LAMPORT_NCCL_PATH is the only candidate";
+}
+
+// A path that does not load means no NCCL: no fallback to another library by name.
+TEST(RealNccl, ConfiguredPathIsTheOnlyCandidate) {
+  RUN_ALONE();
+  setenv("NCCL_LAMPORT_NCCL_PATH", "/nonexistent/libnccl.so.2", 1);
+  EXPECT_EQ(nccl_lamport::resolveRealNccl("ncclGetVersion"), nullptr);
+  EXPECT_FALSE(nccl_lamport::realNcclHasProfilingApi());
+  EXPECT_FALSE(libncclLoaded());
+  EXPECT_TRUE(logged("NCCL_LAMPORT_NCCL_PATH=/nonexistent/libnccl.so.2 does not load")) << allLines();
+  EXPECT_TRUE(logged("no NCCL library found")) << allLines();
+  EXPECT_STREQ(nccl_lamport::ncclErrorText(ncclInternalError), "unknown NCCL error");
+}
+
+}  // namespace
