@@ -1,7 +1,10 @@
 #include "plugin/deferred_setup.h"
 
+#include <dlfcn.h>
+
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -137,13 +140,59 @@ void watchPendingChild(ncclComm_t parent, ncclComm_t* newcomm) {
   pendingChildren()[parent].push_back(newcomm);
 }
 
-void collectPendingChildren(ncclComm_t parent) {
-  for (ncclComm_t* slot : takePendingChildren(parent)) {
-    // NCCL has finished the job on the parent: the slot holds the child or stays null (the
-    // split failed, or this rank passed NCCL_SPLIT_NOCOLOR).
-    ncclComm_t child = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-    if (child != nullptr && CommRegistry::instance().find(child) == nullptr) startDeferredSetup({child});
+void collectPendingChildren(ncclComm_t parent, bool parentDone) {
+  std::vector<ncclComm_t> children;
+  {
+    std::lock_guard<std::mutex> lock(gChildrenMutex);
+    auto it = pendingChildren().find(parent);
+    if (it == pendingChildren().end()) return;
+    std::vector<ncclComm_t*>& slots = it->second;
+    for (size_t i = 0; i < slots.size();) {
+      // NCCL writes the child when its job ends; a slot still null once the parent is done
+      // stays null (the split failed, or this rank passed NCCL_SPLIT_NOCOLOR).
+      ncclComm_t child = __atomic_load_n(slots[i], __ATOMIC_ACQUIRE);
+      if (child != nullptr) {
+        children.push_back(child);
+        slots.erase(slots.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        ++i;
+      }
+    }
+    if (parentDone || slots.empty()) pendingChildren().erase(it);
   }
+  for (ncclComm_t child : children) {
+    if (CommRegistry::instance().find(child) == nullptr) startDeferredSetup({child});
+  }
+}
+
+bool adoptPendingChild(ncclComm_t comm) {
+  bool found = false;
+  {
+    std::lock_guard<std::mutex> lock(gChildrenMutex);
+    for (auto it = pendingChildren().begin(); it != pendingChildren().end() && !found; ++it) {
+      std::vector<ncclComm_t*>& slots = it->second;
+      for (size_t i = 0; i < slots.size(); ++i) {
+        if (__atomic_load_n(slots[i], __ATOMIC_ACQUIRE) == comm) {
+          slots.erase(slots.begin() + static_cast<std::ptrdiff_t>(i));
+          if (slots.empty()) pendingChildren().erase(it);
+          found = true;
+          break;
+        }
+      }
+    }
+  }
+  if (found && CommRegistry::instance().find(comm) == nullptr) startDeferredSetup({comm});
+  return found;
+}
+
+bool calledFromNccl(const void* returnAddress) {
+  static const void* ncclBase = [] {
+    Dl_info info{};
+    void* fn = resolveRealNccl("ncclCommGetAsyncError");
+    return fn != nullptr && dladdr(fn, &info) != 0 ? info.dli_fbase : nullptr;
+  }();
+  Dl_info info{};
+  return ncclBase != nullptr && dladdr(returnAddress, &info) != 0 && info.dli_fbase == ncclBase;
 }
 
 void forgetPendingChildren(ncclComm_t parent) { takePendingChildren(parent); }

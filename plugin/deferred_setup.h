@@ -52,9 +52,19 @@ void cancelDeferredSetup(ncclComm_t comm);
  */
 void watchPendingChild(ncclComm_t parent, ncclComm_t* newcomm);
 
-/** ncclCommGetAsyncError(parent) reported something other than ncclInProgress: starts the
- *  deferred set-up of every child NCCL has written since, and forgets the rest (failed). */
-void collectPendingChildren(ncclComm_t parent);
+/** After ncclCommGetAsyncError(parent): starts the deferred set-up of every watched child NCCL
+ *  has written by now; once parentDone (NCCL no longer reports the parent in progress), forgets
+ *  the rest (the split failed, or NCCL_SPLIT_NOCOLOR). */
+void collectPendingChildren(ncclComm_t parent, bool parentDone);
+
+/** comm is unknown to the registry: if it is a watched child that NCCL has written (the program
+ *  read it before polling the parent again), starts its deferred set-up and returns true. */
+bool adoptPendingChild(ncclComm_t comm);
+
+/** True when returnAddress lies in the real NCCL library: NCCL calls its own
+ *  ncclCommGetAsyncError internally (ncclCommEnsureReady) and, since it is not linked
+ *  -Bsymbolic, through our exported wrapper. Those calls must get NCCL's own answer. */
+bool calledFromNccl(const void* returnAddress);
 
 /** Drops parent's watched children (ncclCommDestroy / ncclCommAbort of the parent). */
 void forgetPendingChildren(ncclComm_t parent);

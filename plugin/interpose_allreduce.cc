@@ -119,6 +119,10 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvb
   }
   std::shared_ptr<LamportComm> lc =
       interposerEnabled() && comm != nullptr ? CommRegistry::instance().find(comm) : nullptr;
+  // A non-blocking split's child used before anything told us about it (plugin/deferred_setup.h).
+  if (lc == nullptr && comm != nullptr && interposerEnabled() && adoptPendingChild(comm)) {
+    lc = CommRegistry::instance().find(comm);
+  }
   if (lc != nullptr && lc->setupPending.load(std::memory_order_acquire)) {
     // Used before our ncclCommGetAsyncError reported it ready. Not ready for NCCL either: NCCL's
     // answer. Ready for NCCL: our set-up thread may be using the communicator, so wait for it;

@@ -226,15 +226,18 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags
 NCCL_LAMPORT_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
   REAL_OR_FAIL(ncclCommGetAsyncError);
   if (!interposerEnabled()) return real(comm, asyncError);
-  const std::shared_ptr<LamportComm> lc = CommRegistry::instance().find(comm);
-  // Ready only once our set-up is done too. Meanwhile the set-up thread alone asks NCCL (its
-  // ncclCommGetAsyncError also completes NCCL's pending group job, which must happen once).
-  if (lc != nullptr && asyncError != nullptr && lc->setupPending.load(std::memory_order_acquire)) {
+  std::shared_ptr<LamportComm> lc = CommRegistry::instance().find(comm);
+  if (lc == nullptr && comm != nullptr && adoptPendingChild(comm)) lc = CommRegistry::instance().find(comm);
+  // Ready only once our set-up is done too. Meanwhile the set-up thread alone asks NCCL for the
+  // program (its ncclCommGetAsyncError also completes NCCL's pending group job, which must happen
+  // once); NCCL's own internal calls still get NCCL's answer.
+  if (lc != nullptr && asyncError != nullptr && lc->setupPending.load(std::memory_order_acquire) &&
+      !calledFromNccl(__builtin_return_address(0))) {
     *asyncError = ncclInProgress;
     return ncclSuccess;
   }
   ncclResult_t result = real(comm, asyncError);
-  if (result == ncclSuccess && asyncError != nullptr && *asyncError != ncclInProgress) collectPendingChildren(comm);
+  if (result == ncclSuccess && asyncError != nullptr) collectPendingChildren(comm, *asyncError != ncclInProgress);
   if (result != ncclSuccess || asyncError == nullptr || *asyncError != ncclSuccess) return result;
   if (lc != nullptr && !lc->revoked.load()) *asyncError = lamportAsyncError(*lc);
   return result;

@@ -402,7 +402,19 @@ TEST(CommKinds, NonBlockingDestroyBeforeReady) {
       ncclComm_t nb = startNonBlockingInit(h, &initRc);
       if (nb == nullptr) return;
       if (it >= 3 && rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(it == 3 ? 50 : 200));
-      destroyTimed(h, &nb, true, "ncclCommDestroy right after a non-blocking init");
+      // NCCL's own rule: ncclCommDestroy of a communicator still in progress returns
+      // ncclInvalidArgument (ncclCommEnsureReady); ncclCommAbort is the way out, and must work.
+      ncclResult_t rc = ncclInternalError;
+      const ncclComm_t c = nb;
+      nb = nullptr;
+      timedOnThread(h, "ncclCommDestroy right after a non-blocking init", 30, [&] { rc = ncclCommDestroy(c); });
+      if (rc == ncclInvalidArgument) {
+        timedOnThread(h, "ncclCommAbort of a communicator still in progress", 30, [&] { rc = ncclCommAbort(c); });
+      }
+      if (rc != ncclSuccess && rc != ncclInProgress) {
+        failf(h, "ending a non-blocking comm right after its init returned %d (%s)", rc, ncclGetErrorString(rc));
+      }
+      h.failures->addCheck();
       if (h.failures->count() > 0) return;
     }
     // The process is still healthy: the blocking parent and a new non-blocking comm work.
