@@ -6,8 +6,9 @@
 // pnccl twin, so a program that dlopens us in NCCL's place and looks any of them up by handle
 // finds it (tests/check_shared_object.sh compares the export list with nccl.h). The
 // signatures are copied from nccl.h; the compiler checks each definition against the header's
-// declaration, so a mismatch does not build. The device API's host functions (nccl_device/*.h:
-// ncclDevCommCreate, ncclTeam*, ...) are not forwarded.
+// declaration, so a mismatch does not build. The other exports of libnccl.so.2 (the device API's
+// host functions of nccl_device/*.h: ncclDevCommCreate, ncclTeam*, ...) are forwarded without
+// their signatures by plugin/opaque_forward.S (list: plugin/opaque_api_list.h).
 #pragma once
 
 #include <nccl.h>

@@ -136,8 +136,12 @@ RealLibrary findRealLibrary(bool* sawSelf) {
 void* lookUp(const RealLibrary& lib, const char* name) {
   const std::string profName = std::string("p") + name;
   if (lib.source == Source::kNone) return nullptr;
-  // In the global scope the plain names may be our own wrappers: the aliases only.
-  if (lib.source == Source::kGlobalScope) return globalSymbol(profName.c_str());
+  // In the global scope the plain names may be our own wrappers: the alias first; the plain name
+  // only for the few exports without one (ncclResetDebugInitInternal): globalSymbol skips ours.
+  if (lib.source == Source::kGlobalScope) {
+    void* fn = globalSymbol(profName.c_str());
+    return fn != nullptr ? fn : globalSymbol(name);
+  }
   // By handle, the library's own definition comes first in its scope, so the plain name is safe
   // (NCCL < 2.16.2 has nothing else); the check only guards against a handle that is us.
   void* fn = dlsym(lib.handle, profName.c_str());

@@ -5,7 +5,8 @@
 // The library is chosen once per process, on the first call that needs it, in this order:
 //   1. an NCCL in the global scope: dlsym(RTLD_NEXT, "pncclAllReduce"), then RTLD_DEFAULT
 //      (the application linked NCCL or dlopened it RTLD_GLOBAL); functions are then looked up
-//      per name the same way;
+//      per name the same way ("pncclX", then "ncclX" for the few exports that have no alias,
+//      never one of ours);
 //   2. an NCCL already loaded in a local scope: dlopen("libnccl.so.2" / "libnccl.so",
 //      RTLD_NOLOAD) (PyTorch loads NCCL RTLD_LOCAL; only this finds it);
 //   3. no NCCL loaded at all: NCCL_LAMPORT_NCCL_PATH if set (then it is the only candidate: if it

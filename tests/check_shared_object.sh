@@ -5,13 +5,18 @@
 #   - libnccl-tuner-lamport.so sits beside it and resolves to the same object;
 #   - with nccl.h: every function of nccl.h that has a pnccl twin is exported (a program that
 #     dlopens us in NCCL's place may look any of them up), and no pnccl name is;
-#   - with the audit module: it needs only libc and exports only its la_* entry points.
-# Usage: check_shared_object.sh libnccl-lamport.so exports.map [nccl.h [libnccl-lamport-audit.so]]
+#   - with the audit module: it needs only libc and exports only its la_* entry points;
+#   - with the real libnccl.so.2: every function it defines and exports, except pnccl*, is
+#     exported by us as a function (a program linked against NCCL needs each of them to load when
+#     the LD_AUDIT module gives it our object: PyTorch needs ncclDevCommDestroy).
+# Usage: check_shared_object.sh libnccl-lamport.so exports.map [nccl.h [libnccl-lamport-audit.so
+#        [libnccl.so.2]]] (an empty argument skips its check)
 set -euo pipefail
 so="$1"
 map="$2"
 header="${3:-}"
 audit="${4:-}"
+real="${5:-}"
 fail=0
 
 needed=$(readelf -d "$so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
@@ -45,6 +50,20 @@ if [ -n "$audit" ]; then
     echo "FAIL: $audit exports: $audit_exported"
     fail=1
   fi
+fi
+
+if [ -n "$real" ]; then
+  # Defined functions (FUNC or IFUNC, not UND) of a dynamic symbol table, without version suffix.
+  functions() { readelf -W --dyn-syms "$1" | awk '($4 == "FUNC" || $4 == "IFUNC") && $7 != "UND" {print $8}' | sed 's/@.*//' | sort -u; }
+  real_api=$(functions "$real" | grep -v '^pnccl')
+  if [ -z "$real_api" ]; then echo "FAIL: no NCCL functions found in $real"; fail=1; fi
+  unexported=$(comm -23 <(echo "$real_api") <(functions "$so"))
+  if [ -n "$unexported" ]; then
+    echo "FAIL: functions of $real not exported as functions: $(echo $unexported)"
+    echo "      (forward them: plugin/nccl_api_list.h, or plugin/opaque_api_list.h for any signature)"
+    fail=1
+  fi
+  echo "functions of $(basename "$real"): $(echo "$real_api" | wc -l) (without pnccl*), all exported unless listed above"
 fi
 
 tuner="$(dirname "$so")/libnccl-tuner-lamport.so"

@@ -20,6 +20,21 @@ target_link_libraries(test_real_nccl PRIVATE lamport_common GTest::gtest_main ${
 target_compile_definitions(test_real_nccl PRIVATE FAKE_OLD_NCCL_PATH="$<TARGET_FILE:shim_fake_old_nccl>")
 add_dependencies(test_real_nccl shim_fake_old_nccl)
 
+# The signature-agnostic forwarders (plugin/opaque_forward.S) with no NCCL (each returns its
+# fallback) and with a stand-in NCCL whose functions check every argument register
+# (tests/shim/fake_opaque_nccl.c); with the real NCCL below.
+add_library(shim_fake_opaque_nccl SHARED ${_shim}/fake_opaque_nccl.c)
+set_target_properties(shim_fake_opaque_nccl PROPERTIES C_VISIBILITY_PRESET default)
+add_executable(shim_opaque_calls ${_shim}/opaque_calls.c)
+target_link_libraries(shim_opaque_calls PRIVATE nccl_headers ${CMAKE_DL_LIBS})
+add_dependencies(shim_opaque_calls nccl-lamport shim_fake_opaque_nccl)
+add_test(NAME shim_opaque.no_nccl COMMAND shim_opaque_calls none ${_lamport_so})
+add_test(NAME shim_opaque.abi COMMAND shim_opaque_calls abi ${_lamport_so})
+set_tests_properties(shim_opaque.no_nccl PROPERTIES LABELS cpu
+  ENVIRONMENT "NCCL_DEBUG=WARN;NCCL_LAMPORT_NCCL_PATH=/nonexistent/libnccl.so.2")
+set_tests_properties(shim_opaque.abi PROPERTIES LABELS cpu
+  ENVIRONMENT "NCCL_DEBUG=WARN;NCCL_LAMPORT_NCCL_PATH=$<TARGET_FILE:shim_fake_opaque_nccl>")
+
 # The tests that need the real libnccl.so.2 find it through the loader's search path, as the
 # programs they imitate do: the directory of the NCCL library the root CMakeLists found.
 if(NOT NCCL_LIBRARY)
@@ -70,6 +85,18 @@ add_test(NAME shim_dlopen.path_then_name_audit
           $<TARGET_FILE:shim_dlopen_nccl> ${_lamport_so})
 set_tests_properties(shim_dlopen.path_then_name_audit PROPERTIES
   ENVIRONMENT "${_nccl_env};LD_AUDIT=${_audit_so};NCCL_LAMPORT_AUDIT_DEBUG=1")
+# The forwarders in front of the real NCCL: its host-only device-API helpers answer as called directly.
+add_test(NAME shim_opaque.real_nccl COMMAND shim_opaque_calls real ${_lamport_so})
+set_tests_properties(shim_opaque.real_nccl PROPERTIES LABELS cpu ENVIRONMENT "${_nccl_env}")
+# A program linked against NCCL (as libtorch_cuda.so) that refers to those exports starts under
+# LD_AUDIT, with every symbol bound at start-up (LD_BIND_NOW), and reaches the real NCCL.
+add_executable(shim_linked_nccl ${_shim}/linked_nccl.c)
+target_link_libraries(shim_linked_nccl PRIVATE ${NCCL_LIBRARY} ${CMAKE_DL_LIBS})
+target_include_directories(shim_linked_nccl PRIVATE ${PROJECT_SOURCE_DIR})
+add_dependencies(shim_linked_nccl nccl-lamport nccl-lamport-audit)
+add_test(NAME shim_opaque.linked_audit COMMAND shim_linked_nccl)
+set_tests_properties(shim_opaque.linked_audit PROPERTIES LABELS cpu
+  ENVIRONMENT "${_nccl_env};LD_AUDIT=${_audit_so};LD_BIND_NOW=1")
 set_tests_properties(shim_dlopen.by_path shim_dlopen.by_name_audit shim_dlopen.abs_path_audit
                      shim_dlopen.by_name_real shim_dlopen.self_as_nccl_path shim_dlopen.path_then_name_audit PROPERTIES LABELS cpu)
 

@@ -27,22 +27,11 @@
 #include <string.h>
 
 #include "plugin/audit_protocol.h"
+#include "shim_check.h"
 
 typedef ncclResult_t (*GetVersionFn)(int*);
 typedef const char* (*ErrorStringFn)(ncclResult_t);
 typedef ncclResult_t (*UniqueIdFn)(ncclUniqueId*);
-
-static int gFailures;
-
-#define CHECK(cond, ...)                                \
-  do {                                                  \
-    if (!(cond)) {                                      \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                     \
-      fprintf(stderr, "\n");                            \
-      ++gFailures;                                      \
-    }                                                   \
-  } while (0)
 
 static void* mustOpen(const char* name, int flags) {
   void* handle = dlopen(name, flags);
@@ -169,10 +158,5 @@ int main(int argc, char** argv) {
             argv[0]);
     return 2;
   }
-  if (gFailures != 0) {
-    fprintf(stderr, "dlopen_nccl: %d check(s) failed\n", gFailures);
-    return 1;
-  }
-  printf("dlopen_nccl: PASS\n");
-  return 0;
+  return shimCheckResult("dlopen_nccl");
 }

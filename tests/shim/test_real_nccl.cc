@@ -82,6 +82,10 @@ TEST(RealNccl, UsesAnNcclInTheGlobalScope) {
   ASSERT_NE(dlopen("libnccl.so.2", RTLD_NOW | RTLD_GLOBAL), nullptr) << dlerror();
   void* allReduce = nccl_lamport::resolveRealNccl("ncclAllReduce");
   EXPECT_EQ(allReduce, dlsym(RTLD_DEFAULT, "pncclAllReduce"));
+  // An export without a pnccl alias (NCCL 2.28: ncclResetDebugInitInternal) by its plain name.
+  if (void* plain = dlsym(RTLD_DEFAULT, "ncclResetDebugInitInternal")) {
+    EXPECT_EQ(nccl_lamport::resolveRealNccl("ncclResetDebugInitInternal"), plain);
+  }
   EXPECT_TRUE(nccl_lamport::realNcclHasProfilingApi());
   EXPECT_TRUE(logged("(in the global scope)")) << allLines();
 }
