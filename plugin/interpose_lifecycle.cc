@@ -61,10 +61,11 @@ void onCommCreated(ncclResult_t result, ncclComm_t comm, bool blocking) {
 constexpr uint64_t kAbortWaitMs = 2000;
 
 /** Split and shrink: a non-blocking child's handle appears only once NCCL's job on the parent
- *  ends (NCCL 2.28), so it is picked up when ncclCommGetAsyncError(parent) says so. */
+ *  ends (NCCL 2.28), so it is picked up later (plugin/deferred_setup.h, watchPendingChild). */
 void onChildCreated(ncclResult_t result, ncclComm_t parent, ncclComm_t* newcomm, bool blocking) {
   if (newcomm == nullptr) return;
-  if (!blocking && result == ncclInProgress && *newcomm == nullptr) {
+  // NCCL 2.28 returns ncclSuccess or ncclInProgress here and writes the child later.
+  if (!blocking && (result == ncclSuccess || result == ncclInProgress) && *newcomm == nullptr) {
     watchPendingChild(parent, newcomm);
     return;
   }

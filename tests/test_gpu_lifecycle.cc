@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <thread>
@@ -366,13 +367,21 @@ bool createUseDestroy(Harness& h, int cycle) {
   return h.failures->count() == before;
 }
 
+int envInt(const char* name, int fallback) {
+  const char* text = getenv(name);
+  return text != nullptr && atoi(text) > 0 ? atoi(text) : fallback;
+}
+
 TEST(Lifecycle, CreateDestroyCycles) {
   // Expected 100-250 ms a cycle (a split is a full NCCL init). The loop stops itself after 420 s
   // with a failure that says how far it got, so a slow machine is reported rather than killed, and
   // this whole executable stays under 10 minutes; the launcher kills the ranks at 540 s.
   LAMPORT_RUN_FORKED(twoRanks(540), [](Harness& h, RankContext&) {
-    constexpr int kWarmUp = 20, kCycles = 1000;
-    constexpr double kBudgetSeconds = 420;
+    // NCCL_LAMPORT_TEST_CYCLES / NCCL_LAMPORT_TEST_CYCLE_BUDGET_S override the count and the
+    // time budget (a machine where NCCL's own split/destroy is slow).
+    constexpr int kWarmUp = 20;
+    const int kCycles = envInt("NCCL_LAMPORT_TEST_CYCLES", 1000);
+    const double kBudgetSeconds = envInt("NCCL_LAMPORT_TEST_CYCLE_BUDGET_S", 420);
     // Slack: device memory under one 2-rank workspace (50 MiB), so a single leaked workspace fails;
     // host RSS 16 MiB (malloc arenas and NCCL's caches settle during the warm-up; a leak of 16 KiB
     // per cycle fails); fds and threads 2 (a thread of CUDA or NCCL that happens to be starting).
@@ -401,6 +410,9 @@ TEST(Lifecycle, CreateDestroyCycles) {
       if (done > 0 && done % 100 == 0) {
         trend += "; after " + std::to_string(done) + " (" + std::to_string(static_cast<int>(secondsSince(start))) +
                  " s): " + describe(measure(h, scratch));
+      }
+      if (cycle >= 0 && done % 25 == 0 && h.slots[0].rank == 0) {
+        fprintf(stderr, "rank 0: %d cycles in %.1f s\n", done, secondsSince(start));
       }
       const bool late = cycle >= 0 && secondsSince(start) > kBudgetSeconds;
       if (barrier(h, scratch, ok && !late ? 0.0f : 1.0f) != 0.0f) {

@@ -10,12 +10,20 @@ Scenarios (each a function below; the default list depends on --init):
               collective; sum/avg/max sweep over float32/float16/bfloat16 and sizes 1 .. 20 MiB
   lazy_init   (--init lazy) no device_id: the first collective creates the communicator; same sweep
   new_group   dist.new_group(ranks=all) (NCCL split or a new communicator) and all_reduce on it
-  async       several async_op=True all_reduces in flight, then wait; a coalesced batch too
+  async       several async_op=True all_reduces in flight, then wait; then coalesced batches
+              (_coalescing_manager(device=, async_ops=True): one NCCL group per batch), one batch
+              per dtype (PyTorch's allreduce_coalesced takes one dtype and one op per batch)
   graph       two all_reduces captured in one torch.cuda.graph, replayed 200 times with new
               inputs copied in before each replay, each replay checked
   ddp         5 SGD steps of a 3-Linear DDP model (bucket_cap_mb=1: several buckets), losses and a
               parameter checksum per step, parameters checked against a single-process reference
 --nonblocking sets TORCH_NCCL_USE_COMM_NONBLOCKING=1 (non-blocking NCCL communicators).
+
+Scenarios are kept independent: a coalesced batch that fails is unwound (torch's pending-op list
+dropped, the NCCL group it opened closed) before the error is reported, and after every scenario
+the device is synchronized and one small all_reduce on the default group is checked. A scenario
+that leaves the default group unusable fails, and the scenarios after it are reported as FAIL
+(skipped) instead of failing with misleading errors.
 
 Every result is checked here against a float64 CPU reference (within dtype tolerance, see
 common.within_reference) and saved to DIR/rank<r>.pt; compare_runs.py then requires the sum and
@@ -32,6 +40,7 @@ import argparse
 import copy
 import datetime
 import gc
+import inspect
 import os
 import sys
 import time
@@ -69,14 +78,118 @@ def nccl_version_text():
 
 
 def torch_comm_ptr(group=None):
-    """The ncclComm_t behind a process group (ProcessGroupNCCL._comm_ptr), or None."""
+    """(ncclComm_t of a process group as an int, None) or (None, why not).
+
+    The pointer is ProcessGroupNCCL._comm_ptr() (the communicator of the current device). Since
+    torch 2.0 a ProcessGroup is a wrapper and ProcessGroupNCCL is its CUDA backend,
+    pg._get_backend(device); before, the group object was the ProcessGroupNCCL itself. Both are
+    tried; no introspection is not a failure (an older or newer torch), only a note."""
+    pg = group if group is not None else dist.group.WORLD
+    holders, why = [], "no _comm_ptr on the group or its CUDA backend"
+    get_backend = getattr(pg, "_get_backend", None)
+    if callable(get_backend):
+        for device in (torch.device("cuda", torch.cuda.current_device()), torch.device("cuda")):
+            try:
+                holders.append(get_backend(device))
+                break
+            except Exception as exc:  # noqa: BLE001
+                why = f"_get_backend({device}): {type(exc).__name__}: {exc}"
+    holders.append(pg)
+    for holder in holders:
+        fn = getattr(holder, "_comm_ptr", None)
+        if fn is None:
+            continue
+        try:
+            ptr = int(fn() if callable(fn) else fn)
+        except Exception as exc:  # noqa: BLE001
+            why = f"{type(holder).__name__}._comm_ptr(): {type(exc).__name__}: {exc}"
+            continue
+        if ptr:
+            return ptr, None
+        why = f"{type(holder).__name__}._comm_ptr() is 0 (no communicator yet)"
+    return None, why
+
+
+# --- coalesced batches -----------------------------------------------------------------------
+# torch.distributed's _coalescing_manager(group, device, async_ops) (torch >= 2.1) records the
+# all_reduces of its body in _world.pg_coalesce_state[group] instead of issuing them, and on exit
+# issues them as one group.allreduce_coalesced (which requires one dtype and one op); with device=
+# it also brackets them in group._start_coalescing(device) / _end_coalescing(device), that is an
+# ncclGroupStart / ncclGroupEnd. It is a generator context manager without try/finally: an
+# exception in the body or in allreduce_coalesced leaves the op list behind (every later
+# all_reduce on that group is then only recorded, never run) and the NCCL group open (NCCL's
+# group depth is per thread: every later NCCL call of the thread, on any communicator, is then
+# deferred, and a CUDA graph capture fails with "Streams given to a communicator within a NCCL
+# group must either be all uncaptured or all captured by the same graph"). unwind_coalescing()
+# undoes both.
+
+def coalescing_manager():
+    """torch's _coalescing_manager if it takes device= and async_ops= (torch >= 2.1), else None."""
     try:
-        pg = group if group is not None else dist.group.WORLD
-        backend = pg._get_backend(torch.device("cuda", torch.cuda.current_device()))
-        fn = getattr(backend, "_comm_ptr", None)
-        return int(fn()) if callable(fn) else None
-    except Exception:  # noqa: BLE001 - an older or newer torch: no introspection, not a failure
+        from torch.distributed import distributed_c10d as c10d
+        params = inspect.signature(c10d._coalescing_manager).parameters
+    except (ImportError, AttributeError, TypeError, ValueError):
         return None
+    if "device" not in params or "async_ops" not in params:
+        return None
+    return c10d._coalescing_manager
+
+
+def _end_coalescing_line(manager):
+    """The line of manager's source that calls _end_coalescing (the last code line that does, so
+    that a docstring or comment mentioning it does not count), or None."""
+    try:
+        fn = inspect.unwrap(manager)
+        lines, first = inspect.getsourcelines(fn)
+    except (TypeError, OSError, ValueError):
+        return None
+    found = None
+    for i, line in enumerate(lines):
+        if "._end_coalescing(" in line and not line.lstrip().startswith(("#", ">>>")):
+            found = first + i
+    return found
+
+
+def _coalescing_ended(manager, exc):
+    """Whether exc was raised by, or after, the manager's own _end_coalescing call (the NCCL group
+    is closed then: closing it again would be an unmatched ncclGroupEnd)."""
+    end_line = _end_coalescing_line(manager)
+    if end_line is None:
+        return False
+    code = getattr(inspect.unwrap(manager), "__code__", None)
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code is code and tb.tb_lineno >= end_line:
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def unwind_coalescing(group, device, close_group=True):
+    """Drops torch's pending-op list of `group` and, if close_group, ends the coalescing it started
+    (ProcessGroupNCCL.endCoalescing: ncclGroupEnd, coalescing state reset). Returns notes."""
+    from torch.distributed import distributed_c10d as c10d
+    notes = []
+    pg = group if group is not None else c10d._get_default_group()
+    state = getattr(getattr(c10d, "_world", None), "pg_coalesce_state", None)
+    if isinstance(state, dict) and pg in state:
+        notes.append(f"dropped torch's pending-op list ({len(state.pop(pg))} ops)")
+    if close_group:
+        try:
+            pg._end_coalescing(device)
+            notes.append("closed the open coalescing group")
+        except Exception as exc:  # noqa: BLE001 - nothing was open, or the backend has no coalescing
+            notes.append(f"_end_coalescing: {type(exc).__name__}: {' '.join(str(exc).split())[:160]}")
+    else:
+        notes.append("the batch's NCCL group was already closed")
+    return notes
+
+
+def leaked_coalescing_groups():
+    """The process groups with a pending-op list (a coalescing manager that never finished)."""
+    from torch.distributed import distributed_c10d as c10d
+    state = getattr(getattr(c10d, "_world", None), "pg_coalesce_state", None)
+    return list(state) if isinstance(state, dict) else []
 
 
 class Ctx:
@@ -92,12 +205,18 @@ class Ctx:
         self.api = LamportApi(None)
         self.tally = PathTally(self.api if self.api.present else None, args.expect_lamport, self.fail)
         self.comms = {}  # id(group) or 0 -> comm pointer, once a collective has run on it
+        self.comm_why = {}  # id(group) or 0 -> why torch gave no comm pointer
         self.info_log = []
+        self.device = torch.device("cuda", torch.cuda.current_device())
 
     def log(self, text):
-        print(f"rank {self.rank}: {text}", flush=True)
+        # One write per line: both ranks share the launcher's stdout, and print() writes the text
+        # and the newline separately (the lines of two ranks then run together).
+        sys.stdout.write(f"rank {self.rank}: {text}\n")
+        sys.stdout.flush()
 
     def fail(self, text):
+        text = " | ".join(line.strip() for line in str(text).splitlines() if line.strip())
         self.failures.append(text)
         self.log(f"FAIL {text}")
 
@@ -115,10 +234,18 @@ class Ctx:
     def learn_comm(self, group=None):
         key = id(group) if group is not None else 0
         if key not in self.comms:
-            ptr = torch_comm_ptr(group)
+            ptr, why = torch_comm_ptr(group)
             if ptr:
                 self.comms[key] = ptr
+                self.comm_why.pop(key, None)
+            else:
+                self.comm_why[key] = why
         return self.comms.get(key)
+
+    def forget_comm(self, group):
+        key = id(group) if group is not None else 0
+        self.comms.pop(key, None)
+        self.comm_why.pop(key, None)
 
     def all_reduce(self, t, op="sum", group=None, async_op=False, label=""):
         self.tally.before_call(self.comm(group), t.numel(), t.dtype, op, label or f"{op}/{DTYPE_NAME[t.dtype]}")
@@ -126,6 +253,48 @@ class Ctx:
         if not async_op:
             self.learn_comm(group)
         return work
+
+    def coalesced_all_reduce(self, tensors, op="sum", group=None, label="coalesced"):
+        """All-reduces `tensors` as one coalesced batch, as Megatron's and FSDP's fused paths issue
+        them: with _coalescing_manager(group, device=, async_ops=True) as cm: all_reduce each;
+        cm.wait(). The batch must be one dtype, one op and one device (allreduce_coalesced takes
+        nothing else). Returns False, on every rank alike, where torch has no such manager. On an
+        error the batch is unwound (see unwind_coalescing) before the error propagates."""
+        manager = coalescing_manager()
+        if manager is None:
+            return False
+        dtypes = sorted({str(t.dtype) for t in tensors})
+        devices = sorted({str(t.device) for t in tensors})
+        if len(dtypes) != 1 or len(devices) != 1:
+            raise ValueError(f"{label}: a coalesced batch takes one dtype and one device, got {dtypes} on {devices}")
+        device = tensors[0].device
+        try:
+            with manager(group=group, device=device, async_ops=True) as cm:
+                for i, x in enumerate(tensors):
+                    self.all_reduce(x, op, group=group, label=f"{label}/{i}")
+        except BaseException as exc:
+            notes = unwind_coalescing(group, device, close_group=not _coalescing_ended(manager, exc))
+            self.log(f"{label}: coalesced batch failed ({type(exc).__name__}); unwound: {'; '.join(notes)}")
+            raise
+        cm.wait()
+        # With device= the manager's work is _end_coalescing's, which may be None (the batch then
+        # ran on the communicator's stream, not waited for): wait for the whole device.
+        torch.cuda.synchronize()
+        return True
+
+    def group_ok(self, group=None):
+        """One small all_reduce on the group, checked: (True, "") or (False, why)."""
+        try:
+            x = torch.full((8,), float(self.rank + 1)).to(self.device)
+            dist.all_reduce(x, group=group)
+            torch.cuda.synchronize()
+            got = x.cpu()
+        except Exception as exc:  # noqa: BLE001
+            return False, f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+        want = float(self.world * (self.world + 1) // 2)
+        if bool((got == want).all()):
+            return True, ""
+        return False, f"an all_reduce of 8 floats gave {got.tolist()[:4]}..., want {want}"
 
     def check(self, key, result, n, dtype, salt, op):
         ref, scale = reference(self.world, n, dtype, salt, op)
@@ -138,16 +307,29 @@ class Ctx:
         comm = self.comm(group)
         return self.api.comm_info(comm) if (comm and self.api.present) else None
 
+    def no_counters_reason(self, group=None):
+        if not self.api.present:
+            return "nccl-lamport extension API absent in this process: stock NCCL"
+        if not self.comm(group):
+            why = self.comm_why.get(id(group) if group is not None else 0, "no collective has run on it yet")
+            return f"torch gave no ncclComm_t for the group: {why}"
+        return "ncclLamportGetCommInfo failed for the group's communicator"
+
+    @staticmethod
+    def counter_delta(before, after):
+        ran = after["lamportCalls"] - (before["lamportCalls"] if before else 0)
+        to_nccl = after["ncclCalls"] - (before["ncclCalls"] if before else 0)
+        return ran, to_nccl
+
     def expect_counters(self, before, group, label):
         """With --expect-lamport: the group's communicator is eligible and ran Lamport calls."""
         after = self.counters(group)
         if after is None:
-            self.info_log.append(f"{label}: no communicator counters (torch has no _comm_ptr, or no extension API)")
+            self.info_log.append(f"{label}: no communicator counters ({self.no_counters_reason(group)})")
             return
-        ran = after["lamportCalls"] - (before["lamportCalls"] if before else 0)
-        to_nccl = after["ncclCalls"] - (before["ncclCalls"] if before else 0)
-        self.info_log.append(f"{label}: eligible={after['eligible']} lamport+={ran} nccl+={to_nccl} "
-                             f"({after['reason']})")
+        ran, to_nccl = self.counter_delta(before, after)
+        self.info_log.append(f"{label}: known={after['known']} eligible={after['eligible']} lamport+={ran} "
+                             f"nccl+={to_nccl} ({after['reason']})")
         if self.args.expect_lamport:
             if not after["eligible"]:
                 self.fail(f"{label}: communicator not eligible: {after['reason']}")
@@ -196,11 +378,13 @@ def scenario_init(ctx):
 @scenario("new_group")
 def scenario_new_group(ctx):
     group = dist.new_group(ranks=list(range(ctx.world)))
-    sweep(ctx, group, prefix="new_group", sizes=[1, 4097, 65537, 1 << 20], ops=("sum",), salt0=5000)
-    ctx.expect_counters(None, group, "new_group")
-    torch.cuda.synchronize()
-    ctx.comms.pop(id(group), None)
-    dist.destroy_process_group(group)
+    try:
+        sweep(ctx, group, prefix="new_group", sizes=[1, 4097, 65537, 1 << 20], ops=("sum",), salt0=5000)
+        ctx.expect_counters(None, group, "new_group")
+        torch.cuda.synchronize()
+    finally:
+        ctx.forget_comm(group)
+        dist.destroy_process_group(group)
 
 
 @scenario("async")
@@ -222,25 +406,30 @@ def scenario_async(ctx):
         ctx.check(key, x, n, dtype, 7000 + i, op)
         ctx.record(key, x, exact=(op != "avg"))
 
-    # A coalesced batch (ncclGroupStart/End around several allreduces), as FSDP and DDP's
-    # fused paths issue them. Private API: skipped, on every rank alike, where torch lacks it.
-    try:
-        from torch.distributed.distributed_c10d import _coalescing_manager
-    except ImportError:
-        ctx.info_log.append("async: torch has no _coalescing_manager; coalesced batch skipped")
-        _coalescing_manager = None
-    if _coalescing_manager is not None:
-        cspecs = [(torch.bfloat16, 4096), (torch.float32, 333), (torch.float16, 65536)]
-        xs = [make_input(ctx.rank, n, dtype, 7500 + i) for i, (dtype, n) in enumerate(cspecs)]
-        with _coalescing_manager(device=torch.device("cuda", torch.cuda.current_device()), async_ops=True) as cm:
-            for i, x in enumerate(xs):
-                ctx.all_reduce(x, "sum", label=f"coalesced/{i}")
-        cm.wait()
-        torch.cuda.current_stream().synchronize()
-        for i, ((dtype, n), x) in enumerate(zip(cspecs, xs)):
-            key = f"coalesced/{i}/sum/{DTYPE_NAME[dtype]}/{n}"
-            ctx.check(key, x, n, dtype, 7500 + i, "sum")
+    # Coalesced batches (one NCCL group around several allreduces), as Megatron's and FSDP's
+    # fused paths issue them: one batch per dtype, since allreduce_coalesced takes one dtype and
+    # one op per batch. Private API: skipped, on every rank alike, where torch lacks it.
+    batches = [(torch.bfloat16, [4096, 333, 65536]), (torch.float32, [333, 4097, 65536]),
+               (torch.float16, [65536, 7, 1000])]
+    ctx.learn_comm(None)
+    before_batches = ctx.counters(None)
+    ran_batches = 0
+    for b, (dtype, sizes) in enumerate(batches):
+        name = DTYPE_NAME[dtype]
+        xs = [make_input(ctx.rank, n, dtype, 7500 + 10 * b + i) for i, n in enumerate(sizes)]
+        if not ctx.coalesced_all_reduce(xs, "sum", label=f"coalesced/{name}"):
+            ctx.info_log.append("async: torch has no _coalescing_manager(device=, async_ops=); "
+                                "coalesced batches skipped")
+            break
+        ran_batches += 1
+        for i, (n, x) in enumerate(zip(sizes, xs)):
+            key = f"coalesced/{name}/{i}/sum/{name}/{n}"
+            ctx.check(key, x, n, dtype, 7500 + 10 * b + i, "sum")
             ctx.record(key, x)
+    after_batches = ctx.counters(None)
+    if ran_batches and after_batches is not None:
+        ran, to_nccl = ctx.counter_delta(before_batches, after_batches)
+        ctx.info_log.append(f"{ran_batches} coalesced batches: lamport+={ran} nccl+={to_nccl}")
     ctx.learn_comm(None)
     ctx.expect_counters(before, None, "async default group")
 
@@ -250,44 +439,51 @@ def scenario_graph(ctx):
     replays = ctx.args.graph_replays
     specs = [(torch.bfloat16, 8192), (torch.float32, 4097)]
     statics = [make_input(ctx.rank, n, dtype, 9000 + i) for i, (dtype, n) in enumerate(specs)]
-    # Warm up on a side stream, outside capture (the communicator may be lazily created here).
+    # As torch's CUDA-graph notes ask: warm up on a side stream, outside capture (this also
+    # creates a lazily initialised communicator: NCCL cannot be set up inside a capture), then
+    # capture on torch.cuda.graph's own stream, with nothing of ours left in flight.
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
-        for i, x in enumerate(statics):
-            ctx.all_reduce(x, "sum", label=f"graph/warmup/{i}")
+        for _ in range(2):
+            for i, x in enumerate(statics):
+                ctx.all_reduce(x, "sum", label=f"graph/warmup/{i}")
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
     before = ctx.counters(None)
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for i, x in enumerate(statics):
-            ctx.all_reduce(x, "sum", label=f"graph/capture/{i}")
-    outs = [[] for _ in specs]
-    bad_replays = [0 for _ in specs]
-    for r in range(replays):
-        for i, ((dtype, n), x) in enumerate(zip(specs, statics)):
-            x.copy_(make_input(ctx.rank, n, dtype, 10_000 + 1000 * i + r, device=None))
-        graph.replay()
+    try:
+        with torch.cuda.graph(graph):
+            for i, x in enumerate(statics):
+                ctx.all_reduce(x, "sum", label=f"graph/capture/{i}")
         torch.cuda.synchronize()
-        for i, ((dtype, n), x) in enumerate(zip(specs, statics)):
-            ref, scale = reference(ctx.world, n, dtype, 10_000 + 1000 * i + r, "sum")
-            ok, nbad, err = within_reference(x, ref, scale, dtype, ctx.world)
-            if not ok:
-                bad_replays[i] += 1
-                if bad_replays[i] <= 3:
-                    ctx.fail(f"graph/{DTYPE_NAME[dtype]}/{n} replay {r}: {nbad} elements off the reference "
-                             f"(max error {err:.3g})")
-            outs[i].append(x.detach().cpu().clone())
-    for i, (dtype, n) in enumerate(specs):
-        if bad_replays[i]:
-            ctx.fail(f"graph/{DTYPE_NAME[dtype]}/{n}: {bad_replays[i]} of {replays} replays wrong")
-        ctx.record(f"graph/{DTYPE_NAME[dtype]}/{n}/replays", torch.stack(outs[i]))
-    ctx.expect_counters(before, None, "graph capture")
-    # NCCL waits in ncclCommDestroy for graphs that still hold its work: release ours now.
-    del graph
-    gc.collect()
-    torch.cuda.synchronize()
+        outs = [[] for _ in specs]
+        bad_replays = [0 for _ in specs]
+        for r in range(replays):
+            for i, ((dtype, n), x) in enumerate(zip(specs, statics)):
+                x.copy_(make_input(ctx.rank, n, dtype, 10_000 + 1000 * i + r, device=None))
+            graph.replay()
+            torch.cuda.synchronize()
+            for i, ((dtype, n), x) in enumerate(zip(specs, statics)):
+                ref, scale = reference(ctx.world, n, dtype, 10_000 + 1000 * i + r, "sum")
+                ok, nbad, err = within_reference(x, ref, scale, dtype, ctx.world)
+                if not ok:
+                    bad_replays[i] += 1
+                    if bad_replays[i] <= 3:
+                        ctx.fail(f"graph/{DTYPE_NAME[dtype]}/{n} replay {r}: {nbad} elements off the reference "
+                                 f"(max error {err:.3g})")
+                outs[i].append(x.detach().cpu().clone())
+        for i, (dtype, n) in enumerate(specs):
+            if bad_replays[i]:
+                ctx.fail(f"graph/{DTYPE_NAME[dtype]}/{n}: {bad_replays[i]} of {replays} replays wrong")
+            ctx.record(f"graph/{DTYPE_NAME[dtype]}/{n}/replays", torch.stack(outs[i]))
+        ctx.expect_counters(before, None, "graph capture")
+    finally:
+        # NCCL waits in ncclCommDestroy for graphs that still hold its work: release ours now,
+        # also when the capture or a replay failed.
+        del graph
+        gc.collect()
+        torch.cuda.synchronize()
 
 
 @scenario("ddp")
@@ -298,13 +494,15 @@ def scenario_ddp(ctx):
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    # The same model on every rank: built on the CPU from a fixed seed (DDP also broadcasts rank
+    # 0's parameters), then moved to this rank's device.
     torch.manual_seed(1234)
     model = nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 512), nn.ReLU(),
-                          nn.Linear(512, 16)).cuda()
+                          nn.Linear(512, 16)).to(ctx.device)
     ref_model = copy.deepcopy(model)
     before = ctx.counters(None)
     # bucket_cap_mb=1 with 1 MiB and 2 MiB weights: several gradient buckets, each one allreduce.
-    ddp = DDP(model, device_ids=[ctx.local_rank], bucket_cap_mb=1)
+    ddp = DDP(model, device_ids=[ctx.device.index], output_device=ctx.device.index, bucket_cap_mb=1)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
     ref_opt = torch.optim.SGD(ref_model.parameters(), lr=0.05, momentum=0.9)
 
@@ -312,7 +510,7 @@ def scenario_ddp(ctx):
         gen = torch.Generator().manual_seed(424_242 + 1009 * r + step)
         x = torch.randn(64, 256, generator=gen)
         y = torch.randn(64, 16, generator=gen)
-        return x.cuda(), y.cuda()
+        return x.to(ctx.device), y.to(ctx.device)
 
     for step in range(ctx.args.ddp_steps):
         batches = [batch(r, step) for r in range(ctx.world)]
@@ -345,6 +543,33 @@ def scenario_ddp(ctx):
     del ddp, opt
     gc.collect()
     torch.cuda.synchronize()
+
+
+def settle(ctx, name):
+    """After scenario `name`, whether it passed or not: the device idle, no coalescing batch left
+    open, and the default group still reducing correctly, so that one scenario's failure does not
+    turn into the next one's. What it finds counts against `name`. Returns None, or why the
+    default group is unusable (the remaining scenarios are then skipped)."""
+    try:
+        torch.cuda.synchronize()
+    except Exception as exc:  # noqa: BLE001
+        ctx.fail(f"{name}: synchronize after the scenario: {type(exc).__name__}: {exc}")
+    for pg in leaked_coalescing_groups():
+        notes = unwind_coalescing(pg, ctx.device)
+        ctx.fail(f"{name}: left a coalescing batch open; unwound: {'; '.join(notes)}")
+    ok, why = ctx.group_ok()
+    if ok:
+        return None
+    # Possibly a coalescing group left open on the default group (its NCCL group defers every
+    # later call): close it once and look again.
+    notes = unwind_coalescing(None, ctx.device)
+    ok, why_after = ctx.group_ok()
+    if ok:
+        ctx.fail(f"{name}: left the default process group unusable ({why}); recovered: {'; '.join(notes)}")
+        return None
+    ctx.fail(f"{name}: left the default process group unusable ({why}; still after {'; '.join(notes)}: "
+             f"{why_after})")
+    return why_after
 
 
 DEFAULT_SCENARIOS = {
@@ -392,7 +617,13 @@ def main():
         ctx.fail("--expect-lamport: ncclLamportIsActive is missing or 0 in this process")
 
     statuses = []
+    unusable = None  # why the default group stopped working, and after which scenario
     for name in names:
+        if unusable is not None:
+            statuses.append((name, False))
+            ctx.log(f"SCENARIO {name}: FAIL (0 results, 0.0 s) [skipped: the default process group is unusable "
+                    f"after {unusable}]")
+            continue
         fails_before = len(ctx.failures)
         infos_before = len(ctx.info_log)
         results_before = len(ctx.results)
@@ -402,6 +633,9 @@ def main():
         except Exception as exc:  # noqa: BLE001 - report, keep going (the other rank runs the same code)
             traceback.print_exc()
             ctx.fail(f"{name}: {type(exc).__name__}: {exc}")
+        why = settle(ctx, name)
+        if why is not None:
+            unusable = f"{name} ({why})"
         ok = len(ctx.failures) == fails_before
         statuses.append((name, ok))
         notes = "; ".join(ctx.info_log[infos_before:])
