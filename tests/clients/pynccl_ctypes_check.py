@@ -339,7 +339,9 @@ def main():
                 fail("--expect-lamport: no call was routed to the Lamport kernel")
 
     nccl.check(nccl.commDestroy(comm_ptr), "ncclCommDestroy")
+    # Each rank receives its peer's data from send/recv: those results differ between ranks.
     save_results(args.out, rank, results, exact=exact,
+                 rank_local=[k for k in results if k.startswith("sendrecv/")],
                  meta={"lib": args.lib, "version": version.value, "label": label})
     dist.destroy_process_group()
     log(f"pynccl {label}: {tally.summary()}; {len(results)} results saved to {args.out}")
