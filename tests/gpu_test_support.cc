@@ -538,6 +538,16 @@ std::string CheckedCall::verify(bool withReference) {
   return problems;
 }
 
+ForkOptions forkRanks(int nRanks, double timeoutSeconds, std::vector<std::pair<std::string, std::string>> env,
+                      int lamportTimeoutMs) {
+  ForkOptions options;
+  options.nRanks = nRanks;
+  options.timeoutSeconds = timeoutSeconds;
+  options.env = std::move(env);
+  if (lamportTimeoutMs > 0) options.env.push_back({"NCCL_LAMPORT_TIMEOUT_MS", std::to_string(lamportTimeoutMs)});
+  return options;
+}
+
 namespace {
 class HashRecorder : public CrossRankCheck {
  public:

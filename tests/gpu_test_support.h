@@ -266,6 +266,12 @@ struct ForkOptions {
   bool requireEligible = true;
 };
 
+/** Options for `nRanks` forked ranks (0: every visible GPU), killed after `timeoutSeconds`;
+ *  `lamportTimeoutMs` > 0 also sets NCCL_LAMPORT_TIMEOUT_MS in each rank (a stuck kernel then
+ *  fails the test instead of hanging it until the launcher's kill). */
+ForkOptions forkRanks(int nRanks, double timeoutSeconds, std::vector<std::pair<std::string, std::string>> env = {},
+                      int lamportTimeoutMs = 0);
+
 /** Shared by a forked rank and the parent (one per rank in the launcher's results area). */
 struct SharedReport {
   uint32_t state;  // 0 running, 1 done, 2 skipped

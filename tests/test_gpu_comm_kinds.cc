@@ -48,12 +48,7 @@ namespace {
 constexpr double kWaitSeconds = 60, kReadySeconds = 120;
 
 ForkOptions ranks(int n, double timeoutSeconds, std::vector<std::pair<std::string, std::string>> env = {}) {
-  ForkOptions options;
-  options.nRanks = n;
-  options.timeoutSeconds = timeoutSeconds;
-  options.env = std::move(env);
-  options.env.push_back({"NCCL_LAMPORT_TIMEOUT_MS", "20000"});
-  return options;
+  return forkRanks(n, timeoutSeconds, std::move(env), 20000);
 }
 
 CallSpec spec(ncclDataType_t dtype, size_t count, ncclRedOp_t op = ncclSum) {

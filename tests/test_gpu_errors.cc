@@ -23,11 +23,7 @@ double secondsBetween(Clock::time_point a, Clock::time_point b) {
 }
 
 ForkOptions twoRanks(double timeoutSeconds, std::vector<std::pair<std::string, std::string>> env) {
-  ForkOptions options;
-  options.nRanks = 2;
-  options.timeoutSeconds = timeoutSeconds;
-  options.env = std::move(env);
-  return options;
+  return forkRanks(2, timeoutSeconds, std::move(env));
 }
 
 TEST(Errors, InvalidArgumentsGiveNcclsResultCode) {

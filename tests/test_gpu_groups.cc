@@ -41,13 +41,7 @@ namespace {
 
 constexpr double kWaitSeconds = 60;  // per stream; the Lamport timeout below is 20 s
 
-ForkOptions twoRanks(double timeoutSeconds) {
-  ForkOptions options;
-  options.nRanks = 2;
-  options.timeoutSeconds = timeoutSeconds;
-  options.env = {{"NCCL_LAMPORT_TIMEOUT_MS", "20000"}};
-  return options;
-}
+ForkOptions twoRanks(double timeoutSeconds) { return forkRanks(2, timeoutSeconds, {}, 20000); }
 
 CallSpec spec(ncclDataType_t dtype, size_t count, ncclRedOp_t op = ncclSum, bool inPlace = false,
               size_t offset = 0) {
@@ -171,7 +165,8 @@ class DataMove {
 /** The communicators a test drives: 0 = A (the forked harness's), 1 = B (a split of A) or none.
  *  Each harness's slot stream is where its calls go; inputs are staged on A's stream. */
 struct Comms {
-  Harness* h[2] = {nullptr, nullptr};
+  explicit Comms(Harness& a, Harness* b = nullptr) : h{&a, b} {}
+  Harness* h[2];
   cudaStream_t staging() const { return h[0]->slots[0].stream; }
   std::vector<cudaStream_t> streams() const {
     std::vector<cudaStream_t> all = {staging()};
@@ -375,8 +370,7 @@ void abortAll(Comms& c) {
 
 TEST(Groups, SameCommAllGatherSendRecv) {
   LAMPORT_RUN_FORKED(twoRanks(300), [](Harness& h, RankContext&) {
-    Comms c;
-    c.h[0] = &h;
+    Comms c(h);
     Round first(c, "ar-first"), middle(c, "ar-mid"), last(c, "ar-last");
     first.start().allReduce(0, spec(ncclBfloat16, 4096)).allGather(0, 1024).sendRecv(0, 1024).end();
     middle.start().allGather(0, 777).allReduce(0, spec(ncclFloat32, 2048, ncclAvg)).sendRecv(0, 4096).end();
@@ -393,9 +387,7 @@ TEST(Groups, OtherCommAllGatherSendRecv) {
   LAMPORT_RUN_FORKED(twoRanks(300), [](Harness& h, RankContext&) {
     SecondComm b(h);
     if (!b.ok()) return;
-    Comms c;
-    c.h[0] = &h;
-    c.h[1] = &b.h;
+    Comms c(h, &b.h);
     Round arOnA(c, "arA-movesB"), arOnB(c, "arB-movesA");
     arOnA.start().allGather(1, 1024).allReduce(0, spec(ncclBfloat16, 4096)).sendRecv(1, 1024).end();
     arOnB.start().sendRecv(0, 2048).allReduce(1, spec(ncclBfloat16, 4096, ncclAvg)).allGather(0, 512).end();
@@ -415,9 +407,7 @@ TEST(Groups, TwoCommsAndAcrossTheCrossover) {
   LAMPORT_RUN_FORKED(twoRanks(300), [](Harness& h, RankContext&) {
     SecondComm b(h);
     if (!b.ok()) return;
-    Comms c;
-    c.h[0] = &h;
-    c.h[1] = &b.h;
+    Comms c(h, &b.h);
     checkCrossover(c);
     const size_t past = kTestOneShotMaxBytes / 2 + 64;  // bf16 elements just past the crossover
     Round two(c, "two-comms"), mixed(c, "across");
@@ -460,9 +450,7 @@ TEST(Groups, NestedGroups) {
   LAMPORT_RUN_FORKED(twoRanks(300), [](Harness& h, RankContext&) {
     SecondComm b(h);
     if (!b.ok()) return;
-    Comms c;
-    c.h[0] = &h;
-    c.h[1] = &b.h;
+    Comms c(h, &b.h);
     Round nest(c, "nested"), deep(c, "deep");
     nestedRounds(&nest, &deep);
     constexpr int kIterations = 8;
@@ -500,8 +488,7 @@ void sixteenRound(Round* r, int comm) {
 
 TEST(Groups, SixteenAllReducesInOneGroup) {
   LAMPORT_RUN_FORKED(twoRanks(300), [](Harness& h, RankContext&) {
-    Comms c;
-    c.h[0] = &h;
+    Comms c(h);
     checkCrossover(c);
     Round sixteen(c, "x16");
     sixteenRound(&sixteen, 0);
@@ -553,9 +540,7 @@ TEST(Groups, CapturedGroupsReplayed50) {
   LAMPORT_RUN_FORKED(twoRanks(400), [](Harness& h, RankContext&) {
     SecondComm b(h);
     if (!b.ok()) return;
-    Comms c;
-    c.h[0] = &h;
-    c.h[1] = &b.h;
+    Comms c(h, &b.h);
     checkCrossover(c);
     const size_t past = kTestOneShotMaxBytes / 2 + 64;
     Round same(c, "g-same"), other(c, "g-other"), two(c, "g-two"), nest(c, "g-nest"), deep(c, "g-deep"),

@@ -33,13 +33,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr double kLamportTimeoutSeconds = 20;  // NCCL_LAMPORT_TIMEOUT_MS below
 
-ForkOptions twoRanks(double timeoutSeconds) {
-  ForkOptions options;
-  options.nRanks = 2;
-  options.timeoutSeconds = timeoutSeconds;
-  options.env = {{"NCCL_LAMPORT_TIMEOUT_MS", "20000"}};
-  return options;
-}
+ForkOptions twoRanks(double timeoutSeconds) { return forkRanks(2, timeoutSeconds, {}, 20000); }
 
 // ---------------------------------------------------------------- 1. two streams, one comm
 

@@ -11,11 +11,7 @@ namespace nccl_lamport {
 namespace gputest {
 namespace {
 
-ForkOptions allGpus(double timeoutSeconds = 300) {
-  ForkOptions options;
-  options.timeoutSeconds = timeoutSeconds;
-  return options;
-}
+ForkOptions allGpus(double timeoutSeconds = 300) { return forkRanks(0, timeoutSeconds); }
 
 TEST(MultiProcess, CommInfoAndRouting) {
   LAMPORT_RUN_FORKED(allGpus(), [](Harness& h, RankContext&) { scenarioCommInfoAndRouting(h); });
