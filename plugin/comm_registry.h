@@ -35,7 +35,8 @@ struct LamportComm {
   int cudaDev = -1;
   /** True once every rank agreed and mapped the workspace; set before publication, then fixed. */
   bool eligible = false;
-  /** Created with config.blocking = 0 (or NCCL_COMM_BLOCKING=0); children inherit it. */
+  /** Created non-blocking (config.blocking = 0 or NCCL_COMM_BLOCKING=0); a split or shrink
+   *  without a config inherits it, as in NCCL. */
   bool nonBlocking = false;
   std::string reason = "not set up yet";
   RoutingTable table;

@@ -33,6 +33,7 @@ struct DeferredBatch {
   std::mutex doneMutex;
   std::condition_variable doneCv;
   bool done = false;
+  std::vector<ncclComm_t> gone;  // aborted or destroyed while pending (under doneMutex)
 };
 
 std::mutex gBatchesMutex;
@@ -100,6 +101,31 @@ void finishBatch(DeferredBatch& batch) {
   batch.doneCv.notify_all();
 }
 
+/**
+ * Replaces the placeholders of a batch that was not set up with final "stays on NCCL"
+ * entries (new objects: callers may still hold a placeholder; no NCCL call: the batch may be
+ * cancelled). Skips communicators aborted meanwhile: their handles may already be reused.
+ */
+void publishOnNccl(DeferredBatch& batch, const std::string& why) {
+  std::lock_guard<std::mutex> lock(batch.doneMutex);
+  for (const auto& placeholder : batch.placeholders) {
+    bool gone = false;
+    for (ncclComm_t c : batch.gone) gone = gone || c == placeholder->comm;
+    // Only where the placeholder is still the entry: a published workspace (a cancel that came
+    // after set-up) is released by its own tear-down, never dropped here.
+    if (gone || CommRegistry::instance().find(placeholder->comm) != placeholder) continue;
+    auto lc = std::make_unique<LamportComm>();
+    lc->comm = placeholder->comm;
+    lc->nonBlocking = true;
+    lc->reason = why;
+    lc->finalized.store(placeholder->finalized.load());
+    lc->revoked.store(placeholder->revoked.load());
+    LAMPORT_INFO(kSubsysInit, "comm %p: Lamport OFF, every call goes to NCCL: %s", static_cast<void*>(lc->comm),
+                 why.c_str());
+    CommRegistry::instance().insert(std::move(lc));
+  }
+}
+
 void runBatch(const std::shared_ptr<DeferredBatch>& batch) {
   ScopedRelaxedCapture relaxed;
   const ncclResult_t ready =
@@ -107,13 +133,11 @@ void runBatch(const std::shared_ptr<DeferredBatch>& batch) {
   if (ready == ncclSuccess) {
     batch->ncclReady.store(true, std::memory_order_release);
     setupWorkspaces(batch->comms, SetupOptions{/*nonBlocking=*/true, &batch->control});
-  } else if (!batch->control.cancelled.load()) {
-    const std::string why = std::string("NCCL did not make the communicator ready: ") + ncclErrorText(ready);
-    for (const auto& placeholder : batch->placeholders) {
-      placeholder->reason = why;
-      LAMPORT_INFO(kSubsysInit, "comm %p: Lamport OFF, every call goes to NCCL: %s",
-                   static_cast<void*>(placeholder->comm), why.c_str());
-    }
+  }
+  if (batch->control.cancelled.load()) {
+    publishOnNccl(*batch, "set-up stopped: a communicator created together with this one was aborted or revoked");
+  } else if (ready != ncclSuccess) {
+    publishOnNccl(*batch, std::string("NCCL did not make the communicator ready: ") + ncclErrorText(ready));
   }
   finishBatch(*batch);
 }
@@ -250,35 +274,60 @@ bool deferredSetupPending(ncclComm_t comm) {
   return lc != nullptr && lc->setupPending.load(std::memory_order_acquire);
 }
 
-bool waitForDeferredSetup(ncclComm_t comm) {
+namespace {
+
+bool isGone(DeferredBatch& batch, ncclComm_t comm) {
+  std::lock_guard<std::mutex> lock(batch.doneMutex);
+  for (ncclComm_t c : batch.gone) {
+    if (c == comm) return true;
+  }
+  return false;
+}
+
+/** Under batch.control.ncclMutex: sets `cancelled`, and records comm as gone if it is. */
+void cancelLocked(DeferredBatch& batch, ncclComm_t comm, CancelReason why) {
+  batch.control.cancelled.store(true);
+  if (why != CancelReason::kCommGoingAway) return;
+  std::lock_guard<std::mutex> lock(batch.doneMutex);
+  batch.gone.push_back(comm);
+}
+
+}  // namespace
+
+PendingCall waitForDeferredSetup(ncclComm_t comm, const std::function<ncclResult_t()>& callNccl, ncclResult_t* result,
+                                 bool destroysComm) {
   const std::shared_ptr<DeferredBatch> batch = findBatch(comm);
-  if (batch == nullptr) return true;
+  if (batch == nullptr) return PendingCall::kProceed;
   if (!batch->ncclReady.load(std::memory_order_acquire)) {
-    // Ask NCCL ourselves (the set-up thread may not have looked yet), serialised with it.
+    // Ask NCCL ourselves (the set-up thread may not have looked yet), serialised with it: NCCL's
+    // ncclCommGetAsyncError also completes the init job, which two threads must not do at once.
     std::lock_guard<std::mutex> lock(batch->control.ncclMutex);
     ncclResult_t state = ncclInProgress;
     if (!batch->control.cancelled.load() &&
         (REAL_NCCL(ncclCommGetAsyncError)(comm, &state) != ncclSuccess || state == ncclInProgress)) {
-      std::lock_guard<std::mutex> doneLock(batch->doneMutex);
-      if (!batch->done) return false;
+      *result = callNccl();
+      if (destroysComm && *result == ncclSuccess) cancelLocked(*batch, comm, CancelReason::kCommGoingAway);
+      return PendingCall::kAnswered;
     }
   }
-  std::unique_lock<std::mutex> lock(batch->doneMutex);
-  batch->doneCv.wait(lock, [&] { return batch->done; });
-  return true;
+  {
+    std::unique_lock<std::mutex> lock(batch->doneMutex);
+    batch->doneCv.wait(lock, [&] { return batch->done; });
+  }
+  if (isGone(*batch, comm)) {
+    LAMPORT_WARN("comm %p: the communicator was aborted by another thread while this call waited for it",
+                 static_cast<void*>(comm));
+    *result = ncclInvalidArgument;
+    return PendingCall::kAnswered;
+  }
+  return PendingCall::kProceed;
 }
 
-ncclResult_t rejectNotReady(ncclComm_t comm, const char* function) {
-  LAMPORT_WARN("%s: comm %p: attempt to use a communicator before ncclCommGetAsyncError returned ncclSuccess",
-               function, static_cast<void*>(comm));
-  return ncclInvalidArgument;
-}
-
-void cancelDeferredSetup(ncclComm_t comm) {
+void cancelDeferredSetup(ncclComm_t comm, CancelReason why) {
   const std::shared_ptr<DeferredBatch> batch = findBatch(comm);
   if (batch == nullptr) return;
   std::lock_guard<std::mutex> lock(batch->control.ncclMutex);
-  batch->control.cancelled.store(true);
+  cancelLocked(*batch, comm, why);
 }
 
 bool joinDeferredSetup(ncclComm_t comm, uint64_t timeoutMs) {

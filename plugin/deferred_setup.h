@@ -12,6 +12,7 @@
 #include <nccl.h>
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace nccl_lamport {
@@ -24,25 +25,42 @@ void startDeferredSetup(const std::vector<ncclComm_t>& comms);
  *  ncclInProgress). Cheap; false for communicators that never had one. */
 bool deferredSetupPending(ncclComm_t comm);
 
-/**
- * For a call on comm made before our ncclCommGetAsyncError reported it ready. If NCCL itself
- * has not reported it ready yet, returns false at once: the caller answers ncclInvalidArgument,
- * as NCCL does for a communicator still in progress (and must not call NCCL on it meanwhile).
- * Otherwise blocks until our set-up has finished (NCCL would have taken the call) and returns
- * true. Returns true at once when comm has no deferred set-up.
- */
-bool waitForDeferredSetup(ncclComm_t comm);
-
-/** The ncclInvalidArgument answer for a call on a communicator that is still in progress, with
- *  NCCL's own warning. */
-ncclResult_t rejectNotReady(ncclComm_t comm, const char* function);
+/** What waitForDeferredSetup did with a call on a communicator. */
+enum class PendingCall {
+  kProceed,   // no set-up pending any more: route the call as usual
+  kAnswered,  // the call is answered: return *result
+};
 
 /**
- * Stops comm's deferred set-up (ncclCommDestroy / ncclCommAbort / ncclCommRevoke): once this
- * returns, the helper never calls NCCL on any communicator of that batch again and registers
- * none of them. Call before the real NCCL function.
+ * For a call on comm made while its deferred set-up may still be pending (our
+ * ncclCommGetAsyncError has not reported it ready). Returns kProceed at once when comm has no
+ * deferred set-up.
+ *  - NCCL itself still has comm in progress: runs `callNccl` (the real NCCL function) serialised
+ *    with the set-up thread, so the program gets NCCL's own answer (ncclInvalidArgument for a
+ *    communicator in progress, with the group and async errors NCCL records), and returns
+ *    kAnswered. `destroysComm`: callNccl frees comm if it succeeds (ncclCommDestroy); the set-up
+ *    is then cancelled before the set-up thread can touch comm again.
+ *  - NCCL reports it ready: waits until our set-up has finished (bounded by
+ *    NCCL_LAMPORT_TIMEOUT_MS through the set-up's own waits) and returns kProceed, so that every
+ *    rank routes the call the same way; except when another thread aborted comm meanwhile:
+ *    *result = ncclInvalidArgument, kAnswered, and NCCL is not called on it.
  */
-void cancelDeferredSetup(ncclComm_t comm);
+PendingCall waitForDeferredSetup(ncclComm_t comm, const std::function<ncclResult_t()>& callNccl, ncclResult_t* result,
+                                 bool destroysComm = false);
+
+/** Why a deferred set-up is stopped. */
+enum class CancelReason {
+  kCommGoingAway,  // ncclCommAbort: comm is freed next; calls waiting on it must not reach NCCL
+  kHandedToNccl,   // ncclCommRevoke, ncclCommShrink with NCCL_SHRINK_ABORT: comm lives on, on NCCL
+};
+
+/**
+ * Stops comm's deferred set-up: once this returns, the helper never calls NCCL on any
+ * communicator of that batch again and registers none of them, so the batch's other
+ * communicators stay on NCCL on this rank (the set-up is one grouped exchange for the whole
+ * batch; their peers' set-up then ends at its timeout). Call before the real NCCL function.
+ */
+void cancelDeferredSetup(ncclComm_t comm, CancelReason why);
 
 /**
  * A non-blocking ncclCommSplit/ncclCommShrink of parent returned ncclInProgress with *newcomm
@@ -69,8 +87,8 @@ bool calledFromNccl(const void* returnAddress);
 /** Drops parent's watched children (ncclCommDestroy / ncclCommAbort of the parent). */
 void forgetPendingChildren(ncclComm_t parent);
 
-/** Waits up to timeoutMs for comm's cancelled set-up to end (its buffers freed); false if it is
- *  still running (it then ends on its own). Call after the real abort/destroy. */
+/** Waits up to timeoutMs for comm's set-up (finished or cancelled) to end, its buffers freed, and
+ *  forgets it; false if it is still running (it then ends on its own). */
 bool joinDeferredSetup(ncclComm_t comm, uint64_t timeoutMs);
 
 }  // namespace nccl_lamport

@@ -127,7 +127,11 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvb
     // Used before our ncclCommGetAsyncError reported it ready. Not ready for NCCL either: NCCL's
     // answer. Ready for NCCL: our set-up thread may be using the communicator, so wait for it;
     // every rank then routes this call the same way.
-    if (!waitForDeferredSetup(comm)) return rejectNotReady(comm, "ncclAllReduce");
+    ncclResult_t result = ncclSuccess;
+    if (waitForDeferredSetup(comm, [&] { return real(sendbuff, recvbuff, count, datatype, op, comm, stream); },
+                             &result) == PendingCall::kAnswered) {
+      return result;
+    }
     lc = CommRegistry::instance().find(comm);
   }
   if (lc == nullptr) return real(sendbuff, recvbuff, count, datatype, op, comm, stream);

@@ -28,14 +28,21 @@ thread_local int tGroupDepth = 0;
 thread_local std::vector<ncclComm_t> tCommsCreatedInGroup;
 thread_local std::vector<ncclComm_t> tNonBlockingCreatedInGroup;
 
-// NCCL_COMM_BLOCKING decides when the config leaves `blocking` undefined (NCCL's rule).
-bool blockingByDefault() {
-  const char* env = getenv("NCCL_COMM_BLOCKING");
-  return env == nullptr || strcmp(env, "0") != 0;
-}
-
-bool isBlocking(const ncclConfig_t* config, bool inherited) {
-  if (config == nullptr || config->blocking == NCCL_CONFIG_UNDEF_INT) return inherited;
+/**
+ * Whether NCCL makes a new communicator blocking, by NCCL's own rule (2.28, src/init.cc
+ * parseCommConfig / copyCommConfig / envConfigOverride): NCCL_COMM_BLOCKING=0 or 1 overrides
+ * every config; otherwise config.blocking, where undefined (or a config older than 2.14, which
+ * has no such field) blocking. `whenNoConfig`: the answer for config == nullptr (true for an
+ * init; a split or shrink without a config copies its parent's).
+ */
+bool isBlocking(const ncclConfig_t* config, bool whenNoConfig) {
+  if (const char* env = getenv("NCCL_COMM_BLOCKING")) {
+    char* end = nullptr;
+    const long long value = strtoll(env, &end, 0);  // NCCL parses its parameters so
+    if (end != env && (value == 0 || value == 1)) return value == 1;
+  }
+  if (config == nullptr) return whenNoConfig;
+  if (config->version < NCCL_VERSION(2, 14, 0) || config->blocking == NCCL_CONFIG_UNDEF_INT) return true;
   return config->blocking != 0;
 }
 
@@ -101,7 +108,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, 
   if (!interposerEnabled()) return real(comm, nranks, commId, rank);
   markInterposerActive();
   ncclResult_t result = real(comm, nranks, commId, rank);
-  onCommCreated(result, comm ? *comm : nullptr, blockingByDefault());
+  onCommCreated(result, comm ? *comm : nullptr, isBlocking(nullptr, true));
   return result;
 }
 
@@ -111,7 +118,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nr
   if (!interposerEnabled()) return real(comm, nranks, commId, rank, config);
   markInterposerActive();
   ncclResult_t result = real(comm, nranks, commId, rank, config);
-  onCommCreated(result, comm ? *comm : nullptr, isBlocking(config, blockingByDefault()));
+  onCommCreated(result, comm ? *comm : nullptr, isBlocking(config, true));
   return result;
 }
 
@@ -121,7 +128,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, i
   if (!interposerEnabled()) return real(newcomm, nranks, myrank, nId, commIds, config);
   markInterposerActive();
   ncclResult_t result = real(newcomm, nranks, myrank, nId, commIds, config);
-  onCommCreated(result, newcomm ? *newcomm : nullptr, isBlocking(config, blockingByDefault()));
+  onCommCreated(result, newcomm ? *newcomm : nullptr, isBlocking(config, true));
   return result;
 }
 
@@ -133,7 +140,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, co
   ncclResult_t result = real(comms, ndev, devlist);
   if ((result != ncclSuccess && result != ncclInProgress) || comms == nullptr) return result;
   std::vector<ncclComm_t> created(comms, comms + ndev);
-  if (!blockingByDefault()) {
+  if (!isBlocking(nullptr, true)) {
     if (tGroupDepth > 0) {
       tNonBlockingCreatedInGroup.insert(tNonBlockingCreatedInGroup.end(), created.begin(), created.end());
     } else {
@@ -149,10 +156,10 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, co
   return result;
 }
 
-static bool parentBlocking(ncclComm_t parent) {
-  // A split without a config inherits the parent's blocking mode.
-  const std::shared_ptr<LamportComm> lc = CommRegistry::instance().find(parent);
-  return lc == nullptr ? blockingByDefault() : !lc->nonBlocking;
+/** A split or shrink child's mode: with a config NCCL's rule for it, without one the parent's. */
+static bool childBlocking(ncclComm_t parent, const ncclConfig_t* config) {
+  const std::shared_ptr<LamportComm> lc = config == nullptr ? CommRegistry::instance().find(parent) : nullptr;
+  return isBlocking(config, lc == nullptr || !lc->nonBlocking);
 }
 
 NCCL_LAMPORT_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
@@ -160,9 +167,12 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int k
   REAL_OR_FAIL(ncclCommSplit);
   if (!interposerEnabled()) return real(comm, color, key, newcomm, config);
   // The parent's set-up thread may still be using it.
-  if (!waitForDeferredSetup(comm)) return rejectNotReady(comm, "ncclCommSplit");
-  ncclResult_t result = real(comm, color, key, newcomm, config);
-  onChildCreated(result, comm, newcomm, isBlocking(config, parentBlocking(comm)));
+  ncclResult_t result = ncclSuccess;
+  if (waitForDeferredSetup(comm, [&] { return real(comm, color, key, newcomm, config); }, &result) ==
+      PendingCall::kProceed) {
+    result = real(comm, color, key, newcomm, config);
+  }
+  onChildCreated(result, comm, newcomm, childBlocking(comm, config));
   return result;
 }
 
@@ -170,21 +180,32 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRan
                                                 ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
   REAL_OR_FAIL(ncclCommShrink);
   if (!interposerEnabled()) return real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
-  if (!waitForDeferredSetup(comm)) return rejectNotReady(comm, "ncclCommShrink");
+  const auto callNccl = [&] { return real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags); };
+  bool aborting = false;
 #ifdef NCCL_SHRINK_ABORT
-  // NCCL aborts the parent's in-flight work first (a rank died): our kernels must stop too, and
-  // NCCL owns the parent's state from then on, so its later calls go to NCCL.
-  if ((shrinkFlags & NCCL_SHRINK_ABORT) != 0) handOverToNccl(comm);
+  aborting = (shrinkFlags & NCCL_SHRINK_ABORT) != 0;
 #endif
-  ncclResult_t result = real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
-  onChildCreated(result, comm, newcomm, isBlocking(config, parentBlocking(comm)));
+  ncclResult_t result = ncclSuccess;
+  if (aborting) {
+    // A rank died and NCCL aborts the parent's in-flight work first: our kernels stop too, a
+    // set-up still waiting for that rank is stopped rather than waited for, and NCCL owns the
+    // parent's state from then on, so its later calls go to NCCL.
+    cancelDeferredSetup(comm, CancelReason::kHandedToNccl);
+    joinDeferredSetup(comm, kAbortWaitMs);
+    handOverToNccl(comm);
+    result = callNccl();
+  } else if (waitForDeferredSetup(comm, callNccl, &result) == PendingCall::kProceed) {
+    result = callNccl();
+  }
+  onChildCreated(result, comm, newcomm, childBlocking(comm, config));
   return result;
 }
 
 NCCL_LAMPORT_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   REAL_OR_FAIL(ncclCommFinalize);
   if (interposerEnabled()) {
-    if (!waitForDeferredSetup(comm)) return rejectNotReady(comm, "ncclCommFinalize");
+    ncclResult_t result = ncclSuccess;
+    if (waitForDeferredSetup(comm, [&] { return real(comm); }, &result) == PendingCall::kAnswered) return result;
     markFinalized(comm);
   }
   return real(comm);
@@ -192,13 +213,19 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
 
 NCCL_LAMPORT_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   REAL_OR_FAIL(ncclCommDestroy);
-  if (interposerEnabled()) {
-    forgetPendingChildren(comm);
-    cancelDeferredSetup(comm);
-    joinDeferredSetup(comm, globalConfig().timeoutMs + 1000);
-    releaseComm(comm, /*aborting=*/false);
-  }
-  return real(comm);
+  if (!interposerEnabled()) return real(comm);
+  // NCCL refuses to destroy a communicator it still has in progress (ncclInvalidArgument): then
+  // nothing of ours changes either. Once NCCL has it ready, our set-up is not cancelled but
+  // finishes (bounded by NCCL_LAMPORT_TIMEOUT_MS): it is one grouped exchange for every
+  // communicator created with this one, and the peers take part in it.
+  ncclResult_t result = ncclSuccess;
+  const bool answered = waitForDeferredSetup(comm, [&] { return real(comm); }, &result, /*destroysComm=*/true) ==
+                        PendingCall::kAnswered;
+  if (answered && result != ncclSuccess) return result;
+  forgetPendingChildren(comm);
+  joinDeferredSetup(comm, answered ? kAbortWaitMs : globalConfig().timeoutMs + 1000);
+  releaseComm(comm, /*aborting=*/false);
+  return answered ? result : real(comm);
 }
 
 NCCL_LAMPORT_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
@@ -207,7 +234,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   // Stop our set-up thread and our waiting kernels first, so nothing of ours holds the device or
   // the communicator while NCCL aborts.
   forgetPendingChildren(comm);
-  cancelDeferredSetup(comm);
+  cancelDeferredSetup(comm, CancelReason::kCommGoingAway);
   requestAbort(comm);
   ncclResult_t result = real(comm);
   joinDeferredSetup(comm, kAbortWaitMs);
@@ -219,7 +246,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags
   REAL_OR_FAIL(ncclCommRevoke);
   if (!interposerEnabled()) return real(comm, revokeFlags);
   // NCCL stops every in-flight operation: stop ours too, and send every later call to NCCL.
-  cancelDeferredSetup(comm);
+  cancelDeferredSetup(comm, CancelReason::kHandedToNccl);
   handOverToNccl(comm);
   return real(comm, revokeFlags);
 }

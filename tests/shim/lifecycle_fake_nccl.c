@@ -1,0 +1,202 @@
+/* A stand-in NCCL 2.28 for the CPU lifecycle tests of non-blocking communicators
+ * (tests/shim/lifecycle_scenarios.c). Like the real library it defines pnccl* functions with weak
+ * ncclX aliases, and it asks its own public ncclCommGetAsyncError (through the PLT, so through
+ * the preloaded wrapper) whether a communicator is ready before it uses one.
+ *
+ * What real NCCL does and this imitates (NCCL 2.28 src/init.cc): NCCL_COMM_BLOCKING=0/1
+ * overrides config.blocking, undefined means blocking, a split without a config copies its
+ * parent's; a non-blocking communicator is "in progress" until its init job ends
+ * (FAKE_READY_MS, default 30 ms), and the first ncclCommGetAsyncError that sees it ready
+ * completes the job, which two threads must not do at once; ncclCommDestroy and every call that
+ * needs the communicator answer ncclInvalidArgument while it is in progress.
+ *
+ * What it records for the tests: calls on a destroyed or aborted communicator, two threads inside
+ * NCCL on one communicator, the calls made from threads other than the main one (our set-up
+ * thread) and the exchange rounds (ncclGroupEnd) among them, and the allreduces NCCL received. */
+#define _GNU_SOURCE
+#include <nccl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/shim/lifecycle_fake_nccl.h"
+
+#define FAKE_API(ret, name, ...)                                  \
+  ret p##name(__VA_ARGS__);                                       \
+  ret name(__VA_ARGS__) __attribute__((weak, alias("p" #name))); \
+  ret p##name(__VA_ARGS__)
+
+struct ncclComm {
+  int blocking, rank, nRanks;
+  long long readyAtNs;
+  atomic_int dead, inside, jobPending;
+};
+
+struct FakeCounters fakeCounters;
+static pthread_t gMainThread;
+
+__attribute__((constructor)) static void rememberMainThread(void) { gMainThread = pthread_self(); }
+
+static long long nowNs(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static int onMainThread(void) { return pthread_equal(pthread_self(), gMainThread); }
+
+static void noteCall(const char* function, ncclComm_t comm) {
+  if (comm != NULL && atomic_load(&comm->dead)) {
+    fprintf(stderr, "fake NCCL: %s on a destroyed or aborted communicator %p\n", function, (void*)comm);
+    atomic_fetch_add(&fakeCounters.callsOnDeadComm, 1);
+  }
+  if (!onMainThread()) atomic_fetch_add(&fakeCounters.helperCalls, 1);
+  /* The set-up thread's first calls after readiness can be slowed down, to widen the window in
+   * which the program calls while our set-up is still running. */
+  const char* slow = getenv("FAKE_HELPER_DESCRIBE_MS");
+  if (!onMainThread() && slow != NULL && strcmp(function, "ncclCommUserRank") == 0) usleep(1000 * atoi(slow));
+}
+
+static int blockingFor(const ncclConfig_t* config, int whenNoConfig) {
+  const char* env = getenv("NCCL_COMM_BLOCKING");
+  if (env != NULL && (strcmp(env, "0") == 0 || strcmp(env, "1") == 0)) return atoi(env);
+  if (config == NULL) return whenNoConfig;
+  return config->blocking == NCCL_CONFIG_UNDEF_INT ? 1 : config->blocking;
+}
+
+static ncclComm_t newComm(int blocking, int rank, int nRanks) {
+  ncclComm_t comm = calloc(1, sizeof(*comm));
+  comm->blocking = blocking;
+  comm->rank = rank;
+  comm->nRanks = nRanks;
+  const char* readyMs = getenv("FAKE_READY_MS");
+  comm->readyAtNs = blocking ? 0 : nowNs() + (readyMs ? atoll(readyMs) : 30) * 1000000LL;
+  atomic_store(&comm->jobPending, !blocking);
+  return comm;
+}
+
+static ncclResult_t created(ncclComm_t comm) { return comm->blocking ? ncclSuccess : ncclInProgress; }
+
+/* Like ncclCommEnsureReady: through the public name, so through the interposer's wrapper. */
+static ncclResult_t ensureReady(ncclComm_t comm) {
+  ncclResult_t state = ncclInProgress;
+  ncclCommGetAsyncError(comm, &state);
+  return state == ncclInProgress ? ncclInvalidArgument : state;
+}
+
+FAKE_API(ncclResult_t, ncclGetVersion, int* version) {
+  *version = 22809;
+  return ncclSuccess;
+}
+
+FAKE_API(const char*, ncclGetErrorString, ncclResult_t result) { return result == ncclSuccess ? "no error" : "fake error"; }
+
+FAKE_API(const char*, ncclGetLastError, ncclComm_t comm) {
+  (void)comm;
+  return "";
+}
+
+FAKE_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nRanks, ncclUniqueId id, int rank) {
+  (void)id;
+  *comm = newComm(blockingFor(NULL, 1), rank, nRanks);
+  return created(*comm);
+}
+
+FAKE_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nRanks, ncclUniqueId id, int rank,
+         ncclConfig_t* config) {
+  (void)id;
+  *comm = newComm(blockingFor(config, 1), rank, nRanks);
+  return created(*comm);
+}
+
+FAKE_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
+  (void)color;
+  (void)key;
+  noteCall("ncclCommSplit", comm);
+  const ncclResult_t ready = ensureReady(comm);
+  if (ready != ncclSuccess) return ready;
+  *newcomm = newComm(blockingFor(config, comm->blocking), comm->rank, comm->nRanks);
+  return created(*newcomm);
+}
+
+FAKE_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError) {
+  noteCall("ncclCommGetAsyncError", comm);
+  if (atomic_fetch_add(&comm->inside, 1) > 0) {
+    fprintf(stderr, "fake NCCL: two threads inside NCCL on communicator %p\n", (void*)comm);
+    atomic_fetch_add(&fakeCounters.concurrentCalls, 1);
+  }
+  *asyncError = nowNs() >= comm->readyAtNs ? ncclSuccess : ncclInProgress;
+  if (*asyncError == ncclSuccess && atomic_load(&comm->jobPending)) {
+    usleep(200); /* completing the init job takes a while: overlaps show */
+    atomic_store(&comm->jobPending, 0);
+  }
+  usleep(50);
+  atomic_fetch_sub(&comm->inside, 1);
+  return ncclSuccess;
+}
+
+FAKE_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank) {
+  noteCall("ncclCommUserRank", comm);
+  const ncclResult_t ready = ensureReady(comm);
+  if (ready == ncclSuccess) *rank = comm->rank;
+  return ready;
+}
+
+FAKE_API(ncclResult_t, ncclCommCount, const ncclComm_t comm, int* count) {
+  noteCall("ncclCommCount", comm);
+  const ncclResult_t ready = ensureReady(comm);
+  if (ready == ncclSuccess) *count = comm->nRanks;
+  return ready;
+}
+
+FAKE_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device) {
+  noteCall("ncclCommCuDevice", comm);
+  const ncclResult_t ready = ensureReady(comm);
+  if (ready == ncclSuccess) *device = 0;
+  return ready;
+}
+
+FAKE_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
+  noteCall("ncclCommDestroy", comm);
+  const ncclResult_t ready = ensureReady(comm);
+  if (ready != ncclSuccess) return ready;
+  atomic_store(&comm->dead, 1); /* never freed: later calls on it are counted, not crashes */
+  return ncclSuccess;
+}
+
+FAKE_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
+  noteCall("ncclCommAbort", comm);
+  atomic_store(&comm->dead, 1);
+  return ncclSuccess;
+}
+
+FAKE_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
+  noteCall("ncclCommFinalize", comm);
+  return ensureReady(comm);
+}
+
+FAKE_API(ncclResult_t, ncclGroupStart, void) { return ncclSuccess; }
+
+FAKE_API(ncclResult_t, ncclGroupEnd, void) {
+  if (!onMainThread()) atomic_fetch_add(&fakeCounters.helperGroupEnds, 1);
+  return ncclSuccess;
+}
+
+FAKE_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         ncclComm_t comm, cudaStream_t stream) {
+  (void)sendbuff, (void)recvbuff, (void)count, (void)datatype, (void)stream;
+  noteCall("ncclAllGather", comm);
+  return ensureReady(comm);
+}
+
+FAKE_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  (void)sendbuff, (void)recvbuff, (void)count, (void)datatype, (void)op, (void)stream;
+  noteCall("ncclAllReduce", comm);
+  atomic_fetch_add(&fakeCounters.allReduceCalls, 1);
+  return ensureReady(comm);
+}

@@ -1,0 +1,225 @@
+/* Non-blocking communicators and the blocking rule, on the CPU: a program linked against a
+ * stand-in NCCL (tests/shim/lifecycle_fake_nccl.c) with libnccl-lamport.so preloaded. One
+ * scenario per run (argv[1]); exit status 0 only if every check passed.
+ *
+ * No GPU here, so the set-up never makes a communicator eligible; what is checked is what the
+ * interposer does around NCCL: which NCCL answer the program gets, whether the set-up's exchange
+ * runs (on every rank, else the peers' exchange has no partner), and that nothing of ours calls
+ * NCCL on a communicator that is gone or at the same time as another thread. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <nccl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "include/nccl_lamport.h"
+#include "tests/shim/lifecycle_fake_nccl.h"
+#include "tests/shim/shim_check.h"
+
+static ncclResult_t (*getCommInfo)(ncclComm_t, ncclLamportCommInfo_t*);
+
+static ncclLamportCommInfo_t infoOf(ncclComm_t comm) {
+  ncclLamportCommInfo_t info;
+  memset(&info, 0, sizeof(info));
+  getCommInfo(comm, &info);
+  return info;
+}
+
+static double secondsSince(const struct timespec* start) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (double)(now.tv_sec - start->tv_sec) + 1e-9 * (double)(now.tv_nsec - start->tv_nsec);
+}
+
+/** Polls as NCCL asks programs to, for at most 10 s; the last state. */
+static ncclResult_t pollReady(ncclComm_t comm) {
+  ncclResult_t state = ncclInProgress;
+  for (int i = 0; i < 10000 && state == ncclInProgress; ++i) {
+    if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) return ncclInternalError;
+    if (state == ncclInProgress) usleep(1000);
+  }
+  return state;
+}
+
+static ncclComm_t initWithBlocking(int blocking, ncclResult_t* result) {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = blocking;
+  ncclUniqueId id;
+  memset(&id, 0, sizeof(id));
+  ncclComm_t comm = NULL;
+  *result = ncclCommInitRankConfig(&comm, 2, id, 0, &config);
+  return comm;
+}
+
+static ncclComm_t initNonBlocking(void) {
+  ncclResult_t result;
+  ncclComm_t comm = initWithBlocking(0, &result);
+  CHECK(result == ncclInProgress, "non-blocking init returned %d", result);
+  return comm;
+}
+
+static void checkNothingWrong(void) {
+  CHECK(atomic_load(&fakeCounters.callsOnDeadComm) == 0, "%d NCCL call(s) on a destroyed or aborted communicator",
+        atomic_load(&fakeCounters.callsOnDeadComm));
+  CHECK(atomic_load(&fakeCounters.concurrentCalls) == 0, "%d time(s) two threads were inside NCCL on one communicator",
+        atomic_load(&fakeCounters.concurrentCalls));
+}
+
+/* Ready, then set up: the exchange runs on the set-up thread; the reference for the others. */
+static void readyThenDestroy(void) {
+  ncclComm_t comm = initNonBlocking();
+  CHECK(pollReady(comm) == ncclSuccess, "never ready");
+  CHECK(atomic_load(&fakeCounters.helperGroupEnds) > 0, "the set-up exchange did not run");
+  CHECK(infoOf(comm).known == 1, "the communicator is not registered");
+  CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy failed");
+  CHECK(infoOf(comm).known == 0, "still registered after destroy");
+}
+
+/* NCCL refuses to destroy a communicator still in progress: ours must not change either, and the
+ * set-up must still run once NCCL is ready (the peers run theirs). */
+static void destroyWhileInProgress(void) {
+  ncclComm_t comm = initNonBlocking();
+  CHECK(ncclCommDestroy(comm) == ncclInvalidArgument, "destroy of a communicator in progress did not get NCCL's answer");
+  CHECK(infoOf(comm).known == 1, "our entry was dropped although NCCL kept the communicator");
+  CHECK(pollReady(comm) == ncclSuccess, "never ready after the refused destroy");
+  CHECK(atomic_load(&fakeCounters.helperGroupEnds) > 0, "the set-up exchange did not run after the refused destroy");
+  CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy of the ready communicator failed");
+}
+
+/* An allreduce before NCCL is ready gets NCCL's own answer: the call reaches NCCL (serialised
+ * with our set-up thread), which records the error as it documents. */
+static void allReduceWhileInProgress(void) {
+  ncclComm_t comm = initNonBlocking();
+  float x = 1.0f;
+  CHECK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclInvalidArgument,
+        "allreduce on a communicator in progress did not get ncclInvalidArgument");
+  CHECK(atomic_load(&fakeCounters.allReduceCalls) == 1, "the call did not reach NCCL (%d calls)",
+        atomic_load(&fakeCounters.allReduceCalls));
+  CHECK(pollReady(comm) == ncclSuccess, "never ready");
+  CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy failed");
+}
+
+static ncclComm_t gAbortTarget;
+static void* abortLater(void* unused) {
+  (void)unused;
+  usleep(100 * 1000);
+  ncclCommAbort(gAbortTarget);
+  return NULL;
+}
+
+/* NCCL is ready, our set-up is slow (FAKE_HELPER_DESCRIBE_MS): an allreduce waits for it, and
+ * another thread aborts the communicator meanwhile. The waiting call must not reach NCCL. */
+static void abortWhileCallWaits(void) {
+  gAbortTarget = initNonBlocking();
+  usleep(80 * 1000); /* NCCL ready after 30 ms; our set-up then sleeps in its first call */
+  pthread_t aborter;
+  pthread_create(&aborter, NULL, abortLater, NULL);
+  float x = 1.0f;
+  struct timespec start;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  const ncclResult_t result = ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, gAbortTarget, NULL);
+  const double waited = secondsSince(&start);
+  pthread_join(aborter, NULL);
+  CHECK(result == ncclInvalidArgument, "allreduce on a communicator aborted while it waited returned %d", result);
+  CHECK(atomic_load(&fakeCounters.allReduceCalls) == 0, "the waiting allreduce reached NCCL after the abort");
+  CHECK(waited < 10.0, "the allreduce waited %.1f s", waited);
+}
+
+/* Two non-blocking communicators created in one group share one set-up; aborting one leaves the
+ * other settled on NCCL, with a reason, not pending forever. */
+static void abortOneOfABatch(void) {
+  ncclGroupStart();
+  ncclComm_t aborted = initNonBlocking();
+  ncclComm_t sibling = initNonBlocking();
+  ncclGroupEnd();
+  CHECK(ncclCommAbort(aborted) == ncclSuccess, "abort failed");
+  CHECK(pollReady(sibling) == ncclSuccess, "the sibling never became ready");
+  usleep(50 * 1000);
+  const ncclLamportCommInfo_t info = infoOf(sibling);
+  CHECK(info.known == 1 && info.eligible == 0, "sibling: known %d eligible %d", info.known, info.eligible);
+  CHECK(strstr(info.reason, "aborted or revoked") != NULL, "sibling's reason: \"%s\"", info.reason);
+  CHECK(infoOf(aborted).known == 0, "the aborted communicator is still registered");
+  CHECK(ncclCommDestroy(sibling) == ncclSuccess, "destroy of the sibling failed");
+}
+
+/* NCCL_COMM_BLOCKING=0/1 overrides config.blocking (NCCL 2.28); the test sets it to the opposite
+ * of `configBlocking`. Blocking: ready at once and set up on the caller's thread, never "in
+ * progress" in our answer. Non-blocking: the set-up waits for NCCL on its own thread instead of
+ * running inside init on a communicator still in progress. */
+static void environmentOverridesConfig(int configBlocking) {
+  const int blocking = !configBlocking;
+  ncclResult_t result;
+  ncclComm_t comm = initWithBlocking(configBlocking, &result);
+  CHECK(result == (blocking ? ncclSuccess : ncclInProgress), "init returned %d", result);
+  ncclResult_t state = ncclInternalError;
+  CHECK(ncclCommGetAsyncError(comm, &state) == ncclSuccess && state == (blocking ? ncclSuccess : ncclInProgress),
+        "state %d right after init", state);
+  CHECK(pollReady(comm) == ncclSuccess, "never ready");
+  usleep(50 * 1000);
+  if (blocking) {
+    CHECK(atomic_load(&fakeCounters.helperCalls) == 0, "a set-up thread called NCCL %d time(s) for a blocking comm",
+          atomic_load(&fakeCounters.helperCalls));
+  } else {
+    CHECK(atomic_load(&fakeCounters.helperGroupEnds) > 0, "the set-up exchange did not run on the set-up thread");
+  }
+  CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy failed");
+}
+
+static void environmentMakesBlocking(void) { environmentOverridesConfig(0); }
+static void environmentMakesNonBlocking(void) { environmentOverridesConfig(1); }
+
+/* Children of a non-blocking parent: without a config they copy the parent's mode; with a config
+ * that leaves `blocking` undefined they are blocking (NCCL 2.28). */
+static void splitChildModes(void) {
+  ncclComm_t parent = initNonBlocking();
+  CHECK(pollReady(parent) == ncclSuccess, "parent never ready");
+  ncclComm_t inherited = NULL, configured = NULL;
+  CHECK(ncclCommSplit(parent, 0, 0, &inherited, NULL) == ncclInProgress, "split without config: not in progress");
+  ncclResult_t state = ncclInternalError;
+  ncclCommGetAsyncError(inherited, &state);
+  CHECK(state == ncclInProgress, "the config-less child reported %d right after the split (not non-blocking)", state);
+  CHECK(pollReady(inherited) == ncclSuccess, "config-less child never ready");
+
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;  // blocking left undefined
+  CHECK(ncclCommSplit(parent, 0, 0, &configured, &config) == ncclSuccess, "split with a config: not ready at once");
+  state = ncclInternalError;
+  ncclCommGetAsyncError(configured, &state);
+  CHECK(state == ncclSuccess, "the child with a config reported %d right after the split (not blocking)", state);
+  CHECK(infoOf(configured).known == 1, "the blocking child is not registered");
+  ncclCommDestroy(configured);
+  ncclCommDestroy(inherited);
+  ncclCommDestroy(parent);
+}
+
+int main(int argc, char** argv) {
+  getCommInfo = (ncclResult_t(*)(ncclComm_t, ncclLamportCommInfo_t*))dlsym(RTLD_DEFAULT, "ncclLamportGetCommInfo");
+  if (getCommInfo == NULL || argc < 2) {
+    fprintf(stderr, "usage: LD_PRELOAD=libnccl-lamport.so %s SCENARIO\n", argv[0]);
+    return 2;
+  }
+  static const struct {
+    const char* name;
+    void (*run)(void);
+  } scenarios[] = {
+      {"ready-then-destroy", readyThenDestroy},
+      {"destroy-in-progress", destroyWhileInProgress},
+      {"allreduce-in-progress", allReduceWhileInProgress},
+      {"abort-while-call-waits", abortWhileCallWaits},
+      {"abort-one-of-batch", abortOneOfABatch},
+      {"env-makes-blocking", environmentMakesBlocking},
+      {"env-makes-nonblocking", environmentMakesNonBlocking},
+      {"split-child-modes", splitChildModes},
+  };
+  for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); ++i) {
+    if (strcmp(argv[1], scenarios[i].name) != 0) continue;
+    scenarios[i].run();
+    checkNothingWrong();
+    return shimCheckResult(argv[1]);
+  }
+  fprintf(stderr, "unknown scenario %s\n", argv[1]);
+  return 2;
+}
