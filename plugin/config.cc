@@ -22,18 +22,6 @@ constexpr const char* kRequireNvlink = "NCCL_LAMPORT_REQUIRE_NVLINK";
 // Read by the LD_AUDIT module (plugin/ld_audit.c), not here: listed for the README check only.
 constexpr const char* kAuditDebug = "NCCL_LAMPORT_AUDIT_DEBUG";
 
-bool parseBool(const char* text, bool* out) {
-  if (strcmp(text, "1") == 0 || strcasecmp(text, "true") == 0 || strcasecmp(text, "yes") == 0) {
-    *out = true;
-    return true;
-  }
-  if (strcmp(text, "0") == 0 || strcasecmp(text, "false") == 0 || strcasecmp(text, "no") == 0) {
-    *out = false;
-    return true;
-  }
-  return false;
-}
-
 void warnBad(const char* variable, const char* value, const char* expected) {
   LAMPORT_WARN("ignoring %s=\"%s\": expected %s; keeping the default", variable, value, expected);
 }
@@ -64,6 +52,18 @@ bool parseUnsigned(const char* text, uint64_t* out) {
   }
   *out = value;
   return true;
+}
+
+bool parseBool(const char* text, bool* out) {
+  if (strcmp(text, "1") == 0 || strcasecmp(text, "true") == 0 || strcasecmp(text, "yes") == 0) {
+    *out = true;
+    return true;
+  }
+  if (strcmp(text, "0") == 0 || strcasecmp(text, "false") == 0 || strcasecmp(text, "no") == 0) {
+    *out = false;
+    return true;
+  }
+  return false;
 }
 
 bool parseByteSize(const char* text, size_t* out) {

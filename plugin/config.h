@@ -17,7 +17,8 @@ struct Config {
   /** NCCL_LAMPORT_ENABLE: 0 turns every wrapper into a plain pass-through to NCCL. */
   bool enable = true;
   /** NCCL_LAMPORT_ONESHOT_MAX_BYTES: largest message (bytes) taken by the one-shot kernel;
-   *  0 = the built-in table for the communicator's (nRanks, GPU arch). */
+   *  0 = the built-in table for the communicator's nRanks (tuner/routing.cc; one table for every
+   *  GPU architecture until others are measured). */
   size_t oneShotMaxBytes = 0;
   /** NCCL_LAMPORT_WORKSPACE_MAX_BYTES: cap on one rank's Lamport workspace per communicator. */
   size_t workspaceMaxBytes = size_t{64} << 20;
@@ -48,6 +49,10 @@ Config parseConfig(const EnvLookup& env);
 
 /** Parses "123", "64K", "8M", "1G" (binary units). False on anything else or overflow. */
 bool parseByteSize(const char* text, size_t* out);
+
+/** Parses a boolean knob: 1/true/yes or 0/false/no (case-insensitive words). False on anything
+ *  else. */
+bool parseBool(const char* text, bool* out);
 
 /** Parses an unsigned decimal integer. False on anything else or overflow. */
 bool parseUnsigned(const char* text, uint64_t* out);

@@ -21,7 +21,8 @@
 # always run on PyTorch's own NCCL.
 # Per-rank result files go to $RESULTS (default /tmp/nccl-lamport-results), not $OUT.
 # Prints one summary line per run, the time of each part, and "gpu_suite: N parts passed, M
-# failed"; exits 1 if any part failed. Every log is packed into $OUT/logs.tgz.
+# failed"; exits 1 if any part failed, 2 if no NCCL to test was found (nothing ran). Every log is
+# packed into $OUT/logs.tgz.
 set -u
 STAGE=${1:-.device/stage}
 PARTS=${2:-gtest,bench,nccltests,torch,clients,pynccl,jax}
@@ -30,8 +31,9 @@ RESULTS=${RESULTS:-/tmp/nccl-lamport-results}
 mkdir -p "$OUT"
 rm -rf "$RESULTS"
 mkdir -p "$RESULTS"
+# The GPU machine's environment file (PyTorch's NCCL, NCCL_PKG_DIR), where one is staged.
 # shellcheck disable=SC1091
-source .device/device-env.sh
+[ -f .device/device-env.sh ] && source .device/device-env.sh
 export NCCL_NVLS_ENABLE=0
 # nccl-tests needs libcudart.so: the toolkit's, or the one PyTorch's wheels ship.
 CUDART_DIR=$(python3 -c 'import nvidia.cuda_runtime as m; print(list(m.__path__)[0] + "/lib")' 2>/dev/null)
@@ -74,9 +76,9 @@ case $NCCL_UNDER_TEST in
     NCCL_LIB=""
     [ -n "${NCCL_PKG_DIR:-}" ] && [ -e "$NCCL_PKG_DIR/lib/libnccl.so.2" ] && NCCL_LIB=$(realpath "$NCCL_PKG_DIR/lib/libnccl.so.2")
     if [ -z "$NCCL_LIB" ]; then
-      note "nccl: SKIPPED: PyTorch's NCCL (nvidia.nccl wheel) not found; try NCCL_UNDER_TEST=system"
+      note "nccl: SKIPPED: PyTorch's NCCL (NCCL_PKG_DIR/lib/libnccl.so.2) not found; set NCCL_PKG_DIR or use NCCL_UNDER_TEST=system|/abs/libnccl.so.2"
       pack_logs
-      exit 0
+      exit 2
     fi
     ;;
   system)
@@ -90,7 +92,7 @@ case $NCCL_UNDER_TEST in
     if [ -z "$NCCL_LIB" ]; then
       note "nccl: SKIPPED: no system NCCL"
       pack_logs
-      exit 0
+      exit 2
     fi
     NCCL_LIB=$(realpath "$NCCL_LIB")
     ;;

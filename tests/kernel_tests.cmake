@@ -19,3 +19,6 @@ target_link_libraries(test_gpu_kernel PRIVATE lamport_kernels CUDA::cudart_stati
 gtest_discover_tests(test_gpu_kernel
   PROPERTIES LABELS gpu SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]"
   DISCOVERY_TIMEOUT 60)
+# Its argument checks need no GPU (they come before any CUDA call): also run them under `cpu`.
+add_test(NAME kernel_cpu.LamportLaunchValidation COMMAND test_gpu_kernel --gtest_filter=LamportLaunchValidation.*)
+set_tests_properties(kernel_cpu.LamportLaunchValidation PROPERTIES LABELS cpu FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]")

@@ -11,6 +11,7 @@
 
 #include <string>
 
+#include "plugin/config.h"
 #include "plugin/log.h"
 #include "tuner/tuner_impl.h"
 
@@ -22,8 +23,10 @@ void registerAsTunerIfPreloaded() {
   if (preload == nullptr) return;  // the common dlopen() case: nothing to do, no dladdr
   // NCCL_LAMPORT_ENABLE=0 is the A/B switch: the run must see NCCL exactly as without us, so we
   // do not make ourselves its tuner either (a user-set NCCL_TUNER_PLUGIN still applies).
-  const char* enable = getenv("NCCL_LAMPORT_ENABLE");
-  if (enable != nullptr && strcmp(enable, "0") == 0) return;
+  // Parsed as the knob itself is (plugin/config.h), so that every spelling of "off" counts.
+  const char* enableText = getenv("NCCL_LAMPORT_ENABLE");
+  bool enable = true;
+  if (enableText != nullptr && parseBool(enableText, &enable) && !enable) return;
   const std::string self = ownObjectPath();
   if (!shouldSelfRegisterAsTuner(preload, getenv("NCCL_TUNER_PLUGIN"), self.c_str())) return;
   // overwrite = 0: should anything have set it meanwhile, theirs wins.
