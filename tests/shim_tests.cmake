@@ -111,3 +111,43 @@ if(Python3_Interpreter_FOUND)
 else()
   message(STATUS "python3 not found: shim_ctypes tests not registered")
 endif()
+
+# LD_AUDIT and the requester's own search path (tests/shim/runpath_check.c): the only libnccl.so.2
+# a program reaches through its DT_RUNPATH / DT_RPATH (a fake, 2.99.99, in a directory nothing else
+# names) must be the NCCL behind libnccl-lamport.so. Linked (DT_NEEDED, as libtorch_cuda.so) and
+# dlopen by name, each with a RUNPATH and with an RPATH; "stock" runs show the fake is reachable.
+# RUNPATH comes after LD_LIBRARY_PATH, so those runs have none (the real NCCL stays reachable
+# through ld.so.cache); an RPATH comes first, so those runs have the real NCCL on LD_LIBRARY_PATH.
+set(_runpath_dir ${CMAKE_CURRENT_BINARY_DIR}/runpath_nccl)
+add_library(runpath_fake_nccl SHARED ${_shim}/runpath_fake_nccl.c)
+target_link_libraries(runpath_fake_nccl PRIVATE nccl_headers)
+set_target_properties(runpath_fake_nccl PROPERTIES C_VISIBILITY_PRESET default PREFIX lib OUTPUT_NAME nccl
+                      SUFFIX .so.2 LIBRARY_OUTPUT_DIRECTORY ${_runpath_dir})
+foreach(_how linked dlopen)
+  foreach(_tag runpath rpath)
+    set(_exe shim_runpath_${_how}_${_tag})
+    add_executable(${_exe} ${_shim}/runpath_check.c)
+    target_include_directories(${_exe} PRIVATE ${PROJECT_SOURCE_DIR})
+    target_link_libraries(${_exe} PRIVATE ${CMAKE_DL_LIBS})
+    if(_how STREQUAL "linked")
+      target_compile_definitions(${_exe} PRIVATE RUNPATH_LINKED)
+      target_link_libraries(${_exe} PRIVATE runpath_fake_nccl)
+    endif()
+    if(_tag STREQUAL "runpath")
+      target_link_options(${_exe} PRIVATE "LINKER:--enable-new-dtags" "LINKER:-rpath,${_runpath_dir}")
+      set(_env "LD_LIBRARY_PATH=")
+    else()
+      target_link_options(${_exe} PRIVATE "LINKER:--disable-new-dtags" "LINKER:-rpath,${_runpath_dir}")
+      set(_env "LD_LIBRARY_PATH=${_nccl_dir}")
+    endif()
+    # Only the search path set above: no CMake build RPATH beside it.
+    set_target_properties(${_exe} PROPERTIES SKIP_BUILD_RPATH ON)
+    add_dependencies(${_exe} runpath_fake_nccl nccl-lamport nccl-lamport-audit)
+    list(APPEND _env "NCCL_DEBUG=WARN" "NCCL_LAMPORT_NCCL_PATH=")
+    add_test(NAME shim_runpath.${_how}_${_tag} COMMAND ${_exe} audit ${_runpath_dir}/libnccl.so.2)
+    add_test(NAME shim_runpath.${_how}_${_tag}_stock COMMAND ${_exe} stock ${_runpath_dir}/libnccl.so.2)
+    set_tests_properties(shim_runpath.${_how}_${_tag} PROPERTIES LABELS cpu
+                         ENVIRONMENT "${_env};LD_AUDIT=${_audit_so};NCCL_LAMPORT_AUDIT_DEBUG=1")
+    set_tests_properties(shim_runpath.${_how}_${_tag}_stock PROPERTIES LABELS cpu ENVIRONMENT "${_env}")
+  endforeach()
+endforeach()
