@@ -744,9 +744,9 @@ double timedOnThread(Harness& h, const char* what, double limit, const std::func
   return seconds;
 }
 
-ncclComm_t splitAccelerated(Harness& h, int key) {
+ncclComm_t splitAccelerated(Harness& h, int key, ncclConfig_t* config) {
   ncclComm_t child = nullptr;
-  const ncclResult_t rc = ncclCommSplit(h.slots[0].comm, 0, key < 0 ? h.slots[0].rank : key, &child, nullptr);
+  const ncclResult_t rc = ncclCommSplit(h.slots[0].comm, 0, key < 0 ? h.slots[0].rank : key, &child, config);
   if (rc != ncclSuccess || child == nullptr) {
     failf(h, "ncclCommSplit returned %d (%s)", rc, ncclGetErrorString(rc));
     return nullptr;

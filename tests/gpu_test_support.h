@@ -351,7 +351,7 @@ double timedOnThread(Harness& h, const char* what, double limit, const std::func
 /** ncclCommSplit of h's communicator (color 0; key < 0 means the rank, so the order is kept) into
  *  a communicator that must be accelerated (a failure if not). nullptr (and a failure) if the split
  *  fails. */
-ncclComm_t splitAccelerated(Harness& h, int key = -1);
+ncclComm_t splitAccelerated(Harness& h, int key = -1, ncclConfig_t* config = nullptr);
 
 /** A copy of h that drives comm on stream (same failure log and cross-rank check); rank and nRanks
  *  are the communicator's own (ncclCommUserRank / ncclCommCount); counters snapshotted. */

@@ -322,11 +322,11 @@ std::string describe(const Resources& r) {
 /** The same cycles with NCCL alone (pncclCommSplit / pncclCommDestroy: the plugin never sees these
  *  communicators; only its tuner does, as NCCL's tuner), printed next to ours so a growth that
  *  NCCL itself shows is told apart from one of the plugin. */
-std::string ncclAloneCycles(Harness& h, float* scratch, int cycles) {
+std::string ncclAloneCycles(Harness& h, float* scratch, int cycles, ncclConfig_t* config) {
   const Resources before = measure(h, scratch);
   for (int i = 0; i < cycles; ++i) {
     ncclComm_t child = nullptr;
-    const ncclResult_t rc = pncclCommSplit(h.slots[0].comm, 0, h.slots[0].rank, &child, nullptr);
+    const ncclResult_t rc = pncclCommSplit(h.slots[0].comm, 0, h.slots[0].rank, &child, config);
     if (rc != ncclSuccess || child == nullptr) {
       failf(h, "pncclCommSplit returned %d", rc);
       break;
@@ -339,9 +339,9 @@ std::string ncclAloneCycles(Harness& h, float* scratch, int cycles) {
 
 /** Split a new communicator off the harness's, run two small checked Lamport calls on it (one with
  *  the NCCL reference every 50th cycle, which also makes NCCL connect the child), destroy it. */
-bool createUseDestroy(Harness& h, int cycle) {
+bool createUseDestroy(Harness& h, int cycle, ncclConfig_t* config) {
   const int before = h.failures->count();
-  ncclComm_t child = splitAccelerated(h);
+  ncclComm_t child = splitAccelerated(h, -1, config);
   if (child == nullptr) return false;
   Harness hc = harnessFor(h, child, h.slots[0].stream);
   for (int i = 0; i < 2; ++i) {
@@ -363,7 +363,7 @@ bool createUseDestroy(Harness& h, int cycle) {
 
 int envInt(const char* name, int fallback) {
   const char* text = getenv(name);
-  return text != nullptr && atoi(text) > 0 ? atoi(text) : fallback;
+  return text != nullptr && atoi(text) >= 0 && (atoi(text) > 0 || text[0] == '0') ? atoi(text) : fallback;
 }
 
 TEST(Lifecycle, CreateDestroyCycles) {
@@ -373,10 +373,18 @@ TEST(Lifecycle, CreateDestroyCycles) {
   // launcher kills the ranks at 840 s (ctest's limit for the executable is 900 s).
   LAMPORT_RUN_FORKED(twoRanks(840), [](Harness& h, RankContext&) {
     // NCCL_LAMPORT_TEST_CYCLES / NCCL_LAMPORT_TEST_CYCLE_BUDGET_S override the count and the
-    // time budget (a machine where NCCL's own split/destroy is slow).
+    // time budget (a machine where NCCL's own split/destroy is slow);
+    // NCCL_LAMPORT_TEST_NCCL_ALONE_CYCLES the NCCL-only comparison (0: none);
+    // NCCL_LAMPORT_TEST_CYCLE_SPLIT_SHARE=1 splits with config.splitShare = 1 (children reuse the
+    // parent's NCCL resources, which makes NCCL's part of a cycle cheaper; ours is unchanged:
+    // every child still gets and frees its own workspace).
     constexpr int kWarmUp = 20;
     const int kCycles = envInt("NCCL_LAMPORT_TEST_CYCLES", 1000);
     const double kBudgetSeconds = envInt("NCCL_LAMPORT_TEST_CYCLE_BUDGET_S", 700);
+    const int kNcclAloneCycles = envInt("NCCL_LAMPORT_TEST_NCCL_ALONE_CYCLES", 50);
+    ncclConfig_t shareConfig = NCCL_CONFIG_INITIALIZER;
+    shareConfig.splitShare = 1;
+    ncclConfig_t* splitConfig = envInt("NCCL_LAMPORT_TEST_CYCLE_SPLIT_SHARE", 0) == 1 ? &shareConfig : nullptr;
     // Slack: device memory under one 2-rank workspace (50 MiB), so a single leaked workspace fails;
     // host RSS 16 MiB (malloc arenas and NCCL's caches settle during the warm-up; a leak of 16 KiB
     // per cycle fails); fds and threads 2 (a thread of CUDA or NCCL that happens to be starting).
@@ -394,13 +402,15 @@ TEST(Lifecycle, CreateDestroyCycles) {
     // at the same cycle): a failed cycle or the time budget stops both.
     for (int cycle = -kWarmUp; cycle < kCycles; ++cycle) {
       if (cycle == 0) {
-        const std::string alone = ncclAloneCycles(h, scratch, 50);
-        fprintf(stderr, "rank %d: %s\n", h.slots[0].rank, alone.c_str());
+        if (kNcclAloneCycles > 0) {
+          const std::string alone = ncclAloneCycles(h, scratch, kNcclAloneCycles, splitConfig);
+          fprintf(stderr, "rank %d: %s\n", h.slots[0].rank, alone.c_str());
+        }
         base = measure(h, scratch);
         trend = "baseline: " + describe(base);
         start = Clock::now();
       }
-      const bool ok = createUseDestroy(h, cycle);
+      const bool ok = createUseDestroy(h, cycle, splitConfig);
       if (cycle >= 0) done = cycle + 1;
       if (done > 0 && done % 100 == 0) {
         trend += "; after " + std::to_string(done) + " (" + std::to_string(static_cast<int>(secondsSince(start))) +
