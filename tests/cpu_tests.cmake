@@ -22,3 +22,9 @@ gtest_discover_tests(lamport_cpu_tests
   PROPERTIES LABELS cpu
   DISCOVERY_TIMEOUT 60
 )
+
+# The shared-GPU mode's rules (tests/shared_gpu.h): no GPU, no NCCL.
+add_executable(test_shared_gpu ${CMAKE_CURRENT_LIST_DIR}/test_shared_gpu.cc ${CMAKE_CURRENT_LIST_DIR}/shared_gpu.cc)
+target_include_directories(test_shared_gpu PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(test_shared_gpu PRIVATE GTest::gtest_main)
+gtest_discover_tests(test_shared_gpu PROPERTIES LABELS cpu DISCOVERY_TIMEOUT 60)

@@ -15,6 +15,11 @@
 #   pynccl     tests/clients/pynccl_ctypes_check.py: stock library, libnccl-lamport.so by path,
 #              libnccl.so.2 by name under LD_AUDIT=libnccl-lamport-audit.so
 #   jax        tests/clients/jax_psum_check.py, stock vs LD_AUDIT (skipped without jax)
+# NCCL_LAMPORT_TEST_SHARED_GPU=1: shared-GPU mode (tests/shared_gpu.h), for a machine with one GPU:
+# the forked GPU tests and the two-rank Python checks put both ranks on GPU 0, each with its own
+# NCCL_HOSTID (NCCL joins them over sockets on loopback), NCCL_LAMPORT_REQUIRE_NVLINK=0. Results
+# are real, timings are not (the ranks' kernels are time-sliced): bench, nccltests and jax are
+# skipped, and the in-process gtests skip themselves.
 # NCCL_UNDER_TEST=torch (default: the NCCL of the machine's PyTorch) | system (the one ldconfig
 # knows, /usr/lib/x86_64-linux-gnu/libnccl.so.2 first) | /abs/path/libnccl.so.2: the NCCL that the
 # native binaries (gtest, bench, nccl-tests) and the stock pynccl run load. PyTorch processes
@@ -35,6 +40,12 @@ mkdir -p "$RESULTS"
 # shellcheck disable=SC1091
 [ -f .device/device-env.sh ] && source .device/device-env.sh
 export NCCL_NVLS_ENABLE=0
+SHARED_GPU=${NCCL_LAMPORT_TEST_SHARED_GPU:-0}
+if [ "$SHARED_GPU" = 1 ]; then
+  # Process-wide parts of the mode; each rank sets its own NCCL_HOSTID (shared_gpu.cc, common.py).
+  export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} NCCL_IB_DISABLE=${NCCL_IB_DISABLE:-1}
+  export NCCL_LAMPORT_REQUIRE_NVLINK=${NCCL_LAMPORT_REQUIRE_NVLINK:-0}
+fi
 # nccl-tests needs libcudart.so: the toolkit's, or the one PyTorch's wheels ship.
 CUDART_DIR=$(python3 -c 'import nvidia.cuda_runtime as m; print(list(m.__path__)[0] + "/lib")' 2>/dev/null)
 export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/cuda/lib64${CUDART_DIR:+:$CUDART_DIR}"
@@ -108,6 +119,7 @@ NCCL_LIB_DIR=$(dirname "$NCCL_LIB")
 # Native binaries find the NCCL under test first.
 NCCL_LDLP="$NCCL_LIB_DIR:$LD_LIBRARY_PATH"
 note "nccl: NCCL_UNDER_TEST=$NCCL_UNDER_TEST -> $NCCL_LIB (version code $(nccl_version "$NCCL_LIB")); PyTorch's: ${NCCL_PKG_DIR:-none}"
+[ "$SHARED_GPU" = 1 ] && note "mode: shared GPU (NCCL_LAMPORT_TEST_SHARED_GPU=1): two ranks per GPU, time-sliced; no timings"
 note "object: $SO; audit module: $([ -f "$AUDIT" ] && echo "$AUDIT" || echo "none beside it")"
 
 # --- helpers for the Python parts ------------------------------------------------------------
@@ -180,9 +192,14 @@ run_gtest() {
     name=$(basename "$t")
     limit=${GTEST_TIMEOUT:-150}
     # 1000 create/destroy cycles take about 10 minutes (NCCL's own split and destroy).
-    [ "$name" = test_gpu_lifecycle ] && [ "$limit" -lt 870 ] && [ -z "${GTEST_FILTER:-}" ] && limit=870
+    # A shorter NCCL_LAMPORT_TEST_CYCLE_BUDGET_S shortens that limit too.
+    local cycles_limit=870
+    [ -n "${NCCL_LAMPORT_TEST_CYCLE_BUDGET_S:-}" ] && cycles_limit=$((NCCL_LAMPORT_TEST_CYCLE_BUDGET_S + 120))
+    [ "$name" = test_gpu_lifecycle ] && [ "$limit" -lt "$cycles_limit" ] && [ -z "${GTEST_FILTER:-}" ] && limit=$cycles_limit
     LD_LIBRARY_PATH="$NCCL_LDLP" timeout "$limit" "$t" >"$OUT/gtest-$name.log" 2>&1
     rc=$?
+    # A test killed at its limit leaves its forked ranks (same command line) on the GPU.
+    [ "$rc" -eq 124 ] && pkill -KILL -f "$t" 2>/dev/null && echo "killed ranks left by $name" >>"$OUT/gtest-$name.log"
     [ "$rc" -eq 0 ] || fail
     note "gtest $name: rc=$rc $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/gtest-$name.log" | tr '\n' ' ')"
   done
@@ -309,6 +326,10 @@ for part in "${parts[@]}"; do
   fi
   part_fail=0
   t0=$SECONDS
+  if [ "$SHARED_GPU" = 1 ] && [[ " bench nccltests jax " == *" $part "* ]]; then
+    note "part $part: SKIPPED in shared-GPU mode (needs one GPU per rank)"
+    continue
+  fi
   "run_$part"
   if [ "$part_fail" -eq 0 ]; then
     parts_passed=$((parts_passed + 1))

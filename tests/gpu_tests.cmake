@@ -27,7 +27,10 @@ if(TARGET nccl-lamport AND TARGET lamport_launcher)
 
   # Shared helpers, compiled once; their main() sets the suite's NCCL_LAMPORT_* knobs.
   add_library(lamport_gpu_test_support OBJECT ${CMAKE_CURRENT_LIST_DIR}/gpu_test_support.cc
-                                              ${CMAKE_CURRENT_LIST_DIR}/gpu_scenarios.cc)
+                                              ${CMAKE_CURRENT_LIST_DIR}/gpu_scenarios.cc
+                                              ${CMAKE_CURRENT_LIST_DIR}/gpu_rank_runner.cc
+                                              ${CMAKE_CURRENT_LIST_DIR}/gpu_comm_helpers.cc
+                                              ${CMAKE_CURRENT_LIST_DIR}/shared_gpu.cc)
   target_include_directories(lamport_gpu_test_support PRIVATE
     ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include ${NCCL_INCLUDE_DIR})
   target_link_libraries(lamport_gpu_test_support PRIVATE CUDA::toolkit GTest::gtest)

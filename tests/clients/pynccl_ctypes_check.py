@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
-from common import (DTYPE_NAME, NCCL_DTYPE, NCCL_OP, LamportApi, PathTally, make_input,  # noqa: E402
+from common import (DTYPE_NAME, NCCL_DTYPE, NCCL_OP, LamportApi, PathTally, local_device, make_input,  # noqa: E402
                     reference, save_results, within_reference)
 
 # What vLLM's and SGLang's pynccl bind at load time (a missing one is an AttributeError there).
@@ -133,8 +133,7 @@ def main():
     args = parser.parse_args()
     label = args.label or os.path.basename(args.lib)
 
-    local_rank = int(os.environ["LOCAL_RANK"])
-    torch.cuda.set_device(local_rank)
+    local_rank = local_device()
     dist.init_process_group("gloo")  # only to share the unique id, as vLLM's CPU group does
     rank, world = dist.get_rank(), dist.get_world_size()
     failures = []

@@ -18,7 +18,7 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import make_input, reference, save_results, within_reference  # noqa: E402
+from common import local_device, make_input, reference, save_results, within_reference  # noqa: E402
 
 SIZES = [1, 7, 1024, 4097, 65536, 262145, 1 << 20, 4 << 20]
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -34,8 +34,7 @@ def main():
     parser.add_argument("--graph-replays", type=int, default=200)
     args = parser.parse_args()
 
-    local_rank = int(os.environ["LOCAL_RANK"])
-    torch.cuda.set_device(local_rank)
+    local_rank = local_device()
     dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
     rank = dist.get_rank()
     world = dist.get_world_size()

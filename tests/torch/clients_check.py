@@ -53,7 +53,7 @@ os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
-from common import (DTYPE_NAME, FLOAT_DTYPES, LamportApi, PathTally, make_input, reference,  # noqa: E402
+from common import (DTYPE_NAME, FLOAT_DTYPES, LamportApi, PathTally, local_device, make_input, reference,  # noqa: E402
                     save_results, within_reference)
 
 TORCH_OPS = {"sum": dist.ReduceOp.SUM, "avg": dist.ReduceOp.AVG, "max": dist.ReduceOp.MAX}
@@ -601,8 +601,7 @@ def main():
     if args.nonblocking:
         os.environ["TORCH_NCCL_USE_COMM_NONBLOCKING"] = "1"
 
-    local_rank = int(os.environ["LOCAL_RANK"])
-    torch.cuda.set_device(local_rank)
+    local_rank = local_device()
     timeout = datetime.timedelta(seconds=args.timeout_s)
     if args.init == "eager":
         dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank), timeout=timeout)

@@ -40,6 +40,24 @@ BIT_VIEWS = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloa
 SMALL_BYTES = 64 * 1024
 
 
+def local_device():
+    """This rank's CUDA device index (LOCAL_RANK), made current.
+
+    With NCCL_LAMPORT_TEST_SHARED_GPU=1 (the shared-GPU mode of tests/shared_gpu.h, for a machine
+    with one GPU) every rank runs on GPU LOCAL_RANK % device_count, and gets its own NCCL_HOSTID
+    so that NCCL accepts two ranks on one GPU (it then joins them over sockets on loopback);
+    nccl-lamport's own host check still sees one host. Call it before the first NCCL call."""
+    local_rank = int(os.environ["LOCAL_RANK"])
+    if os.environ.get("NCCL_LAMPORT_TEST_SHARED_GPU") == "1":
+        os.environ["NCCL_HOSTID"] = f"nccl-lamport-shared-gpu-rank{os.environ.get('RANK', local_rank)}"
+        for name, value in (("NCCL_SOCKET_IFNAME", "lo"), ("NCCL_IB_DISABLE", "1"),
+                            ("NCCL_LAMPORT_REQUIRE_NVLINK", "0")):
+            os.environ.setdefault(name, value)
+        local_rank %= max(1, torch.cuda.device_count())
+    torch.cuda.set_device(local_rank)
+    return local_rank
+
+
 def bits(t):
     """The raw bit pattern, so NaN == NaN and -0.0 != +0.0 in comparisons."""
     view = BIT_VIEWS.get(t.dtype)
