@@ -24,6 +24,24 @@ class ScopedDevice {
   bool switched_ = false;
 };
 
+/** Restores the caller's current device when the scope ends, however the code inside moved it
+ *  (several communicators' devices in turn) and wherever it returns. */
+class RestoreCurrentDevice {
+ public:
+  RestoreCurrentDevice() {
+    if (cudaGetDevice(&device_) != cudaSuccess) device_ = -1;
+  }
+  ~RestoreCurrentDevice() {
+    int now = -1;
+    if (device_ >= 0 && (cudaGetDevice(&now) != cudaSuccess || now != device_)) cudaSetDevice(device_);
+  }
+  RestoreCurrentDevice(const RestoreCurrentDevice&) = delete;
+  RestoreCurrentDevice& operator=(const RestoreCurrentDevice&) = delete;
+
+ private:
+  int device_ = -1;
+};
+
 /** Relaxed stream-capture mode for this thread (as NCCL does around its own set-up), so our
  *  allocations and synchronisations neither fail nor break another thread's global-mode capture. */
 class ScopedRelaxedCapture {

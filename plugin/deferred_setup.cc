@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -284,12 +285,15 @@ bool isGone(DeferredBatch& batch, ncclComm_t comm) {
   return false;
 }
 
+void markGone(DeferredBatch& batch, ncclComm_t comm) {
+  std::lock_guard<std::mutex> lock(batch.doneMutex);
+  if (std::find(batch.gone.begin(), batch.gone.end(), comm) == batch.gone.end()) batch.gone.push_back(comm);
+}
+
 /** Under batch.control.ncclMutex: sets `cancelled`, and records comm as gone if it is. */
 void cancelLocked(DeferredBatch& batch, ncclComm_t comm, CancelReason why) {
   batch.control.cancelled.store(true);
-  if (why != CancelReason::kCommGoingAway) return;
-  std::lock_guard<std::mutex> lock(batch.doneMutex);
-  batch.gone.push_back(comm);
+  if (why == CancelReason::kCommGoingAway) markGone(batch, comm);
 }
 
 }  // namespace
@@ -326,6 +330,10 @@ PendingCall waitForDeferredSetup(ncclComm_t comm, const std::function<ncclResult
 void cancelDeferredSetup(ncclComm_t comm, CancelReason why) {
   const std::shared_ptr<DeferredBatch> batch = findBatch(comm);
   if (batch == nullptr) return;
+  // Gone before we wait for ncclMutex, which the set-up holds while it asks NCCL about its
+  // communicators: a call waiting for the set-up that wakes up once the abort has begun returns
+  // ncclInvalidArgument instead of reaching NCCL during the abort.
+  if (why == CancelReason::kCommGoingAway) markGone(*batch, comm);
   std::lock_guard<std::mutex> lock(batch->control.ncclMutex);
   cancelLocked(*batch, comm, why);
 }

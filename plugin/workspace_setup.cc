@@ -426,8 +426,7 @@ void registerIneligible(ncclComm_t comm, const char* reason, bool nonBlocking) {
 void setupWorkspaces(const std::vector<ncclComm_t>& comms, const SetupOptions& options) {
   if (comms.empty()) return;
   const Config& config = globalConfig();
-  int callerDev = -1;
-  cudaGetDevice(&callerDev);
+  RestoreCurrentDevice callerDevice;  // every step below makes a communicator's device current
   ScopedRelaxedCapture relaxed;
 
   std::vector<std::unique_ptr<SetupState>> states;
@@ -512,7 +511,6 @@ void setupWorkspaces(const std::vector<ncclComm_t>& comms, const SetupOptions& o
     publish(*s, s->proceed && s->localOk);
   }
   states.clear();
-  if (callerDev >= 0) cudaSetDevice(callerDev);
 }
 
 }  // namespace nccl_lamport
