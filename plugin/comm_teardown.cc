@@ -79,9 +79,11 @@ std::vector<std::shared_ptr<LamportComm>> gLeaked;
 
 }  // namespace
 
-void releaseComm(ncclComm_t comm, bool aborting) {
-  std::shared_ptr<LamportComm> lc = CommRegistry::instance().remove(comm);
+void releaseComm(ncclComm_t comm, bool aborting) { releaseCommEntry(CommRegistry::instance().remove(comm), aborting); }
+
+void releaseCommEntry(std::shared_ptr<LamportComm> lc, bool aborting) {
   if (lc == nullptr) return;
+  const ncclComm_t comm = lc->comm;
   LAMPORT_INFO(kSubsysInit, "comm %p rank %d: %llu allreduce calls ran on Lamport kernels, %llu went to NCCL",
                static_cast<void*>(comm), lc->rank, static_cast<unsigned long long>(lc->lamportCalls.load()),
                static_cast<unsigned long long>(lc->ncclCalls.load()));

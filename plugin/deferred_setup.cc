@@ -23,8 +23,6 @@
 
 namespace nccl_lamport {
 
-namespace {
-
 /** One batch of non-blocking communicators set up together, and its helper's progress. */
 struct DeferredBatch {
   std::vector<ncclComm_t> comms;
@@ -36,6 +34,8 @@ struct DeferredBatch {
   bool done = false;
   std::vector<ncclComm_t> gone;  // aborted or destroyed while pending (under doneMutex)
 };
+
+namespace {
 
 std::mutex gBatchesMutex;
 std::unordered_map<ncclComm_t, std::shared_ptr<DeferredBatch>>& batches() {
@@ -306,6 +306,10 @@ PendingCall waitForDeferredSetup(ncclComm_t comm, const std::function<ncclResult
     // Ask NCCL ourselves (the set-up thread may not have looked yet), serialised with it: NCCL's
     // ncclCommGetAsyncError also completes the init job, which two threads must not do at once.
     std::lock_guard<std::mutex> lock(batch->control.ncclMutex);
+    if (isGone(*batch, comm)) {  // an abort has begun (it waits for this mutex): NCCL must not see this call
+      *result = ncclInvalidArgument;
+      return PendingCall::kAnswered;
+    }
     ncclResult_t state = ncclInProgress;
     if (!batch->control.cancelled.load() &&
         (REAL_NCCL(ncclCommGetAsyncError)(comm, &state) != ncclSuccess || state == ncclInProgress)) {
@@ -338,15 +342,21 @@ void cancelDeferredSetup(ncclComm_t comm, CancelReason why) {
   cancelLocked(*batch, comm, why);
 }
 
+DetachedSetup detachDeferredSetup(ncclComm_t comm) {
+  std::lock_guard<std::mutex> lock(gBatchesMutex);
+  auto it = batches().find(comm);
+  if (it == batches().end()) return nullptr;
+  DetachedSetup batch = std::move(it->second);
+  batches().erase(it);
+  return batch;
+}
+
 bool joinDeferredSetup(ncclComm_t comm, uint64_t timeoutMs) {
-  std::shared_ptr<DeferredBatch> batch;
-  {
-    std::lock_guard<std::mutex> lock(gBatchesMutex);
-    auto it = batches().find(comm);
-    if (it == batches().end()) return true;
-    batch = std::move(it->second);
-    batches().erase(it);
-  }
+  return joinDetachedSetup(detachDeferredSetup(comm), comm, timeoutMs);
+}
+
+bool joinDetachedSetup(const DetachedSetup& batch, ncclComm_t comm, uint64_t timeoutMs) {
+  if (batch == nullptr) return true;
   std::unique_lock<std::mutex> lock(batch->doneMutex);
   if (batch->doneCv.wait_for(lock, std::chrono::milliseconds(timeoutMs), [&] { return batch->done; })) return true;
   LAMPORT_WARN("comm %p: the deferred workspace set-up did not stop within %llu ms; it ends on its own",

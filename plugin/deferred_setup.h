@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 namespace nccl_lamport {
@@ -90,5 +91,18 @@ void forgetPendingChildren(ncclComm_t parent);
 /** Waits up to timeoutMs for comm's set-up (finished or cancelled) to end, its buffers freed, and
  *  forgets it; false if it is still running (it then ends on its own). */
 bool joinDeferredSetup(ncclComm_t comm, uint64_t timeoutMs);
+
+/** One communicator's set-up, no longer reachable through the communicator's handle (null when
+ *  it had none). For ncclCommAbort: NCCL frees the handle, and another thread may get the same
+ *  address for a new communicator at once, so nothing of ours may be looked up by it afterwards. */
+struct DeferredBatch;
+using DetachedSetup = std::shared_ptr<DeferredBatch>;
+
+/** Forgets comm's set-up (so a new communicator with the same handle starts clean) and returns it. */
+DetachedSetup detachDeferredSetup(ncclComm_t comm);
+
+/** joinDeferredSetup for a set-up detached before: waits up to timeoutMs; true if it ended (or
+ *  there was none). */
+bool joinDetachedSetup(const DetachedSetup& setup, ncclComm_t comm, uint64_t timeoutMs);
 
 }  // namespace nccl_lamport

@@ -236,9 +236,13 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   forgetPendingChildren(comm);
   cancelDeferredSetup(comm, CancelReason::kCommGoingAway);
   requestAbort(comm);
+  // NCCL frees the handle, and another thread may be handed the same address for a new
+  // communicator at once: what we keep under this handle is detached before, released after.
+  const DetachedSetup setup = detachDeferredSetup(comm);
+  std::shared_ptr<LamportComm> entry = CommRegistry::instance().remove(comm);
   ncclResult_t result = real(comm);
-  joinDeferredSetup(comm, kAbortWaitMs);
-  releaseComm(comm, /*aborting=*/true);
+  joinDetachedSetup(setup, comm, kAbortWaitMs);
+  releaseCommEntry(std::move(entry), /*aborting=*/true);
   return result;
 }
 

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -426,7 +427,11 @@ void registerIneligible(ncclComm_t comm, const char* reason, bool nonBlocking) {
 void setupWorkspaces(const std::vector<ncclComm_t>& comms, const SetupOptions& options) {
   if (comms.empty()) return;
   const Config& config = globalConfig();
-  RestoreCurrentDevice callerDevice;  // every step below makes a communicator's device current
+  // Every step below makes a communicator's device current. The caller's thread gets its device
+  // back; a set-up thread (options.control) is left as it is, since restoring its never-chosen
+  // device 0 would create a context there on a rank of another GPU.
+  std::optional<RestoreCurrentDevice> callerDevice;
+  if (options.control == nullptr) callerDevice.emplace();
   ScopedRelaxedCapture relaxed;
 
   std::vector<std::unique_ptr<SetupState>> states;

@@ -19,11 +19,14 @@
 
 #include <nccl.h>
 
+#include <memory>
 #include <vector>
 
 #include "plugin/setup_control.h"
 
 namespace nccl_lamport {
+
+struct LamportComm;
 
 /** Sets up every communicator in `comms` (all must be ready and created together). Registers
  *  each one, eligible or not, with the reason logged once at INFO; registers nothing once
@@ -49,5 +52,9 @@ void handOverToNccl(ncclComm_t comm);
  *  otherwise), unmaps and frees its workspace, else keeps it mapped (WARN). Safe for unknown
  *  communicators. */
 void releaseComm(ncclComm_t comm, bool aborting);
+
+/** releaseComm for an entry already taken out of the registry (CommRegistry::remove); null is a
+ *  no-op. For ncclCommAbort, which must drop the handle before NCCL frees it. */
+void releaseCommEntry(std::shared_ptr<LamportComm> lc, bool aborting);
 
 }  // namespace nccl_lamport

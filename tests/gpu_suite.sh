@@ -198,8 +198,9 @@ run_gtest() {
     [ "$name" = test_gpu_lifecycle ] && [ "$limit" -lt "$cycles_limit" ] && [ -z "${GTEST_FILTER:-}" ] && limit=$cycles_limit
     LD_LIBRARY_PATH="$NCCL_LDLP" timeout "$limit" "$t" >"$OUT/gtest-$name.log" 2>&1
     rc=$?
-    # A test killed at its limit leaves its forked ranks (same command line) on the GPU.
-    [ "$rc" -eq 124 ] && pkill -KILL -f "$t" 2>/dev/null && echo "killed ranks left by $name" >>"$OUT/gtest-$name.log"
+    # A test killed at its limit may leave forked ranks on the GPU: they carry the executable's
+    # name (matched exactly, at most 15 characters as the kernel keeps it, so never a shell).
+    [ "$rc" -eq 124 ] && pkill -KILL -x "${name:0:15}" 2>/dev/null && echo "killed ranks left by $name" >>"$OUT/gtest-$name.log"
     [ "$rc" -eq 0 ] || fail
     note "gtest $name: rc=$rc $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/gtest-$name.log" | tr '\n' ' ')"
   done

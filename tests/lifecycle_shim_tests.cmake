@@ -16,12 +16,14 @@ add_dependencies(shim_lifecycle_scenarios nccl-lamport)
 
 set(_preload "LD_PRELOAD=${PROJECT_BINARY_DIR}/lib/libnccl-lamport.so;NCCL_DEBUG=WARN;NCCL_LAMPORT_TIMEOUT_MS=5000")
 foreach(_case ready-then-destroy destroy-in-progress allreduce-in-progress abort-while-call-waits abort-one-of-batch
-              split-child-modes)
+              split-child-modes abort-then-handle-reused)
   add_test(NAME shim_lifecycle.${_case} COMMAND shim_lifecycle_scenarios ${_case})
   set_tests_properties(shim_lifecycle.${_case} PROPERTIES LABELS cpu TIMEOUT 60 ENVIRONMENT "${_preload}")
 endforeach()
 set_tests_properties(shim_lifecycle.abort-while-call-waits PROPERTIES
   ENVIRONMENT "${_preload};FAKE_HELPER_DESCRIBE_MS=300")
+set_tests_properties(shim_lifecycle.abort-then-handle-reused PROPERTIES
+  ENVIRONMENT "${_preload};FAKE_ABORT_REUSES_HANDLE=1")
 add_test(NAME shim_lifecycle.env-makes-blocking COMMAND shim_lifecycle_scenarios env-makes-blocking)
 add_test(NAME shim_lifecycle.env-makes-nonblocking COMMAND shim_lifecycle_scenarios env-makes-nonblocking)
 set_tests_properties(shim_lifecycle.env-makes-blocking PROPERTIES LABELS cpu TIMEOUT 60

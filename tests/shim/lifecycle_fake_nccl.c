@@ -68,8 +68,16 @@ static int blockingFor(const ncclConfig_t* config, int whenNoConfig) {
   return config->blocking == NCCL_CONFIG_UNDEF_INT ? 1 : config->blocking;
 }
 
+/* A communicator freed by an abort, handed to the next one created (as malloc may do at once). */
+static ncclComm_t _Atomic gRecycled;
+
 static ncclComm_t newComm(int blocking, int rank, int nRanks) {
-  ncclComm_t comm = calloc(1, sizeof(*comm));
+  ncclComm_t comm = atomic_exchange(&gRecycled, NULL);
+  if (comm != NULL) {
+    memset(comm, 0, sizeof(*comm));
+  } else {
+    comm = calloc(1, sizeof(*comm));
+  }
   comm->blocking = blocking;
   comm->rank = rank;
   comm->nRanks = nRanks;
@@ -168,9 +176,28 @@ FAKE_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   return ncclSuccess;
 }
 
+/* Another thread of the program creates a non-blocking communicator; NCCL gives it the address
+ * the abort has just freed. Through the public name, so through the interposer's wrapper. */
+static void* initDuringAbort(void* unused) {
+  (void)unused;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclUniqueId id;
+  memset(&id, 0, sizeof(id));
+  ncclComm_t comm = NULL;
+  if (ncclCommInitRankConfig(&comm, 2, id, 0, &config) == ncclInProgress) atomic_store(&fakeCounters.reusedComm, comm);
+  return NULL;
+}
+
 FAKE_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   noteCall("ncclCommAbort", comm);
   atomic_store(&comm->dead, 1);
+  const char* reuse = getenv("FAKE_ABORT_REUSES_HANDLE");
+  if (reuse != NULL && strcmp(reuse, "1") == 0) {
+    atomic_store(&gRecycled, comm);
+    pthread_t other;
+    if (pthread_create(&other, NULL, initDuringAbort, NULL) == 0) pthread_join(other, NULL);
+  }
   return ncclSuccess;
 }
 

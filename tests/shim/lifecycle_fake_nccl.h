@@ -11,6 +11,9 @@ struct FakeCounters {
   atomic_int helperCalls;      /* calls from threads other than the main one (our set-up thread) */
   atomic_int helperGroupEnds;  /* of those, ncclGroupEnd: the set-up's exchange rounds */
   atomic_int allReduceCalls;   /* ncclAllReduce calls that reached NCCL */
+  /* FAKE_ABORT_REUSES_HANDLE=1: the non-blocking communicator another thread created, inside
+   * ncclCommAbort, at the address the abort had just freed. */
+  void* _Atomic reusedComm;
 };
 
 extern struct FakeCounters fakeCounters;

@@ -195,6 +195,28 @@ static void splitChildModes(void) {
   ncclCommDestroy(parent);
 }
 
+/* NCCL frees an aborted communicator's handle, and another thread's new communicator may get the
+ * same address before our abort wrapper returns (FAKE_ABORT_REUSES_HANDLE=1 makes the fake do
+ * that): the abort must not drop the newcomer's entry or set-up, looked up by that handle. */
+static void abortThenHandleReused(void) {
+  ncclComm_t comm = initNonBlocking();
+  CHECK(pollReady(comm) == ncclSuccess, "never ready");
+  usleep(50 * 1000); /* its set-up has finished */
+  const int exchangesBefore = atomic_load(&fakeCounters.helperGroupEnds);
+  CHECK(ncclCommAbort(comm) == ncclSuccess, "abort failed");
+  ncclComm_t reused = (ncclComm_t)atomic_load(&fakeCounters.reusedComm);
+  CHECK(reused == comm, "the fake did not give the aborted handle to the new communicator (%p, %p)", (void*)reused,
+        (void*)comm);
+  if (reused == NULL) return;
+  CHECK(infoOf(reused).known == 1, "the communicator created during the abort lost its entry: the abort dropped it by handle");
+  CHECK(pollReady(reused) == ncclSuccess, "the communicator created during the abort never became ready");
+  usleep(50 * 1000);
+  CHECK(atomic_load(&fakeCounters.helperGroupEnds) > exchangesBefore,
+        "the set-up exchange of the communicator created during the abort did not run");
+  CHECK(infoOf(reused).known == 1, "the communicator created during the abort is not registered after its set-up");
+  CHECK(ncclCommDestroy(reused) == ncclSuccess, "destroy of the communicator created during the abort failed");
+}
+
 int main(int argc, char** argv) {
   getCommInfo = (ncclResult_t(*)(ncclComm_t, ncclLamportCommInfo_t*))dlsym(RTLD_DEFAULT, "ncclLamportGetCommInfo");
   if (getCommInfo == NULL || argc < 2) {
@@ -213,6 +235,7 @@ int main(int argc, char** argv) {
       {"env-makes-blocking", environmentMakesBlocking},
       {"env-makes-nonblocking", environmentMakesNonBlocking},
       {"split-child-modes", splitChildModes},
+      {"abort-then-handle-reused", abortThenHandleReused},
   };
   for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); ++i) {
     if (strcmp(argv[1], scenarios[i].name) != 0) continue;

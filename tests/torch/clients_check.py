@@ -197,7 +197,7 @@ class Ctx:
         self.args = args
         self.rank = dist.get_rank()
         self.world = dist.get_world_size()
-        self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        self.local_rank = torch.cuda.current_device()  # local_device() chose it (shared-GPU mode: rank % GPUs)
         self.results = {}
         self.exact = []
         self.rank_local = []
