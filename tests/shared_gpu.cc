@@ -14,7 +14,10 @@ bool sharedGpuMode() {
 
 int forkedRankCount(int requested, int gpus, bool shared) {
   if (requested > 0) return requested;
-  return shared && gpus == 1 ? 2 : gpus;
+  if (!shared || gpus != 1) return gpus;
+  const char* v = std::getenv("NCCL_LAMPORT_TEST_SHARED_GPU_RANKS");
+  const int ranks = v != nullptr ? std::atoi(v) : 2;
+  return ranks >= 2 && ranks <= 8 ? ranks : 2;
 }
 
 std::string forkedRankSkipReason(int nRanks, int gpus, bool shared) {

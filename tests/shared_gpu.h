@@ -26,8 +26,8 @@ namespace gputest {
 /** True when NCCL_LAMPORT_TEST_SHARED_GPU is 1 (read each time: tests may set it). */
 bool sharedGpuMode();
 
-/** Ranks a forked test runs with: `requested` if > 0, else one per GPU (two on a single GPU in
- *  shared-GPU mode). */
+/** Ranks a forked test runs with: `requested` if > 0, else one per GPU; in shared-GPU mode on a
+ *  single GPU, NCCL_LAMPORT_TEST_SHARED_GPU_RANKS (2 to 8, default 2) ranks. */
 int forkedRankCount(int requested, int gpus, bool shared);
 
 /** "" when `nRanks` forked ranks can run on `gpus` GPUs, else the skip reason. Normal mode needs

@@ -21,8 +21,8 @@ std::map<std::string, std::string> asMap(const std::vector<std::pair<std::string
 class SharedGpuEnv : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* name : {"NCCL_LAMPORT_TEST_SHARED_GPU", "NCCL_SOCKET_IFNAME", "NCCL_IB_DISABLE",
-                             "NCCL_LAMPORT_REQUIRE_NVLINK"}) {
+    for (const char* name : {"NCCL_LAMPORT_TEST_SHARED_GPU", "NCCL_LAMPORT_TEST_SHARED_GPU_RANKS", "NCCL_SOCKET_IFNAME",
+                             "NCCL_IB_DISABLE", "NCCL_LAMPORT_REQUIRE_NVLINK"}) {
       unsetenv(name);
     }
   }
@@ -45,6 +45,21 @@ TEST(SharedGpu, RankCount) {
   EXPECT_EQ(forkedRankCount(0, 4, true), 4);
   EXPECT_EQ(forkedRankCount(3, 1, true), 3);
   EXPECT_EQ(forkedRankCount(3, 8, false), 3);
+}
+
+TEST_F(SharedGpuEnv, RankCountOnOneGpuFromTheEnvironment) {
+  setenv("NCCL_LAMPORT_TEST_SHARED_GPU_RANKS", "4", 1);
+  EXPECT_EQ(forkedRankCount(0, 1, true), 4);
+  EXPECT_EQ(forkedRankCount(0, 2, true), 2);  // one rank per GPU where there are several
+  EXPECT_EQ(forkedRankCount(0, 1, false), 1);
+  EXPECT_EQ(forkedRankCount(3, 1, true), 3);  // a test's own count wins
+  setenv("NCCL_LAMPORT_TEST_SHARED_GPU_RANKS", "8", 1);
+  EXPECT_EQ(forkedRankCount(0, 1, true), 8);
+  for (const char* bad : {"1", "9", "x", ""}) {
+    setenv("NCCL_LAMPORT_TEST_SHARED_GPU_RANKS", bad, 1);
+    EXPECT_EQ(forkedRankCount(0, 1, true), 2) << bad;
+  }
+  unsetenv("NCCL_LAMPORT_TEST_SHARED_GPU_RANKS");
 }
 
 TEST(SharedGpu, SkipReasons) {
