@@ -53,6 +53,13 @@ std::shared_ptr<LamportComm> CommRegistry::remove(ncclComm_t comm) {
   return lc;
 }
 
+void CommRegistry::removeIfSame(ncclComm_t comm, const std::shared_ptr<LamportComm>& expected) {
+  if (expected == nullptr) return;
+  std::unique_lock<std::shared_mutex> lock(mutex_);
+  auto it = comms_.find(comm);
+  if (it != comms_.end() && it->second == expected) comms_.erase(it);
+}
+
 size_t CommRegistry::size() const {
   std::shared_lock<std::shared_mutex> lock(mutex_);
   return comms_.size();

@@ -91,6 +91,9 @@ class CommRegistry {
   std::shared_ptr<LamportComm> find(ncclComm_t comm) const;
   /** Takes the entry out (null if none). */
   std::shared_ptr<LamportComm> remove(ncclComm_t comm);
+  /** Takes comm's entry out only if it is still `expected` (a communicator created meanwhile at
+   *  the same address keeps its own). */
+  void removeIfSame(ncclComm_t comm, const std::shared_ptr<LamportComm>& expected);
   /** Number of entries (tests, leak checks). */
   size_t size() const;
 

@@ -220,7 +220,20 @@ bool calledFromNccl(const void* returnAddress) {
   return ncclBase != nullptr && dladdr(returnAddress, &info) != 0 && info.dli_fbase == ncclBase;
 }
 
-void forgetPendingChildren(ncclComm_t parent) { takePendingChildren(parent); }
+void forgetPendingChildren(ncclComm_t comm) {
+  takePendingChildren(comm);
+  // comm may itself be a child NCCL has written but nothing has collected yet: once it is
+  // destroyed or aborted its slot holds a freed handle, which a later poll of the parent must
+  // not set up (nor take for a new communicator at that address).
+  std::lock_guard<std::mutex> lock(gChildrenMutex);
+  for (auto it = pendingChildren().begin(); it != pendingChildren().end();) {
+    std::vector<ncclComm_t*>& slots = it->second;
+    slots.erase(std::remove_if(slots.begin(), slots.end(),
+                               [comm](ncclComm_t* slot) { return __atomic_load_n(slot, __ATOMIC_ACQUIRE) == comm; }),
+                slots.end());
+    it = slots.empty() ? pendingChildren().erase(it) : std::next(it);
+  }
+}
 
 ncclResult_t waitUntilEnqueued(const std::vector<ncclComm_t>& comms, SetupControl* control) {
   return pollComms(comms, control, [](ncclResult_t state) { return state != ncclInProgress; });
@@ -349,6 +362,15 @@ DetachedSetup detachDeferredSetup(ncclComm_t comm) {
   DetachedSetup batch = std::move(it->second);
   batches().erase(it);
   return batch;
+}
+
+DetachedSetup findDeferredSetup(ncclComm_t comm) { return findBatch(comm); }
+
+void forgetDeferredSetupIfSame(ncclComm_t comm, const DetachedSetup& setup) {
+  if (setup == nullptr) return;
+  std::lock_guard<std::mutex> lock(gBatchesMutex);
+  auto it = batches().find(comm);
+  if (it != batches().end() && it->second == setup) batches().erase(it);
 }
 
 bool joinDeferredSetup(ncclComm_t comm, uint64_t timeoutMs) {

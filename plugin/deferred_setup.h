@@ -85,8 +85,9 @@ bool adoptPendingChild(ncclComm_t comm);
  *  -Bsymbolic, through our exported wrapper. Those calls must get NCCL's own answer. */
 bool calledFromNccl(const void* returnAddress);
 
-/** Drops parent's watched children (ncclCommDestroy / ncclCommAbort of the parent). */
-void forgetPendingChildren(ncclComm_t parent);
+/** Drops comm's watched children, and comm itself where it is a watched child nothing has
+ *  collected yet (ncclCommDestroy / ncclCommAbort of comm, before NCCL frees the handle). */
+void forgetPendingChildren(ncclComm_t comm);
 
 /** Waits up to timeoutMs for comm's set-up (finished or cancelled) to end, its buffers freed, and
  *  forgets it; false if it is still running (it then ends on its own). */
@@ -100,6 +101,13 @@ using DetachedSetup = std::shared_ptr<DeferredBatch>;
 
 /** Forgets comm's set-up (so a new communicator with the same handle starts clean) and returns it. */
 DetachedSetup detachDeferredSetup(ncclComm_t comm);
+
+/** comm's set-up, left reachable by the handle (calls during NCCL's abort still find it gone). */
+DetachedSetup findDeferredSetup(ncclComm_t comm);
+
+/** Forgets comm's set-up only if it is still `setup`: once NCCL has freed the handle, a
+ *  communicator created at the same address may have replaced it. */
+void forgetDeferredSetupIfSame(ncclComm_t comm, const DetachedSetup& setup);
 
 /** joinDeferredSetup for a set-up detached before: waits up to timeoutMs; true if it ended (or
  *  there was none). */

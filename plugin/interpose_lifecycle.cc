@@ -219,13 +219,24 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   // finishes (bounded by NCCL_LAMPORT_TIMEOUT_MS): it is one grouped exchange for every
   // communicator created with this one, and the peers take part in it.
   ncclResult_t result = ncclSuccess;
+  const DetachedSetup setup = findDeferredSetup(comm);
+  const std::shared_ptr<LamportComm> entry = CommRegistry::instance().find(comm);
   const bool answered = waitForDeferredSetup(comm, [&] { return real(comm); }, &result, /*destroysComm=*/true) ==
                         PendingCall::kAnswered;
   if (answered && result != ncclSuccess) return result;
+  if (answered) {
+    // NCCL destroyed it inside the wait (its init job ended between our check and NCCL's): the
+    // handle may already be another communicator's. A comm NCCL had not ready has no children.
+    forgetDeferredSetupIfSame(comm, setup);
+    CommRegistry::instance().removeIfSame(comm, entry);
+    joinDetachedSetup(setup, comm, kAbortWaitMs);
+    releaseCommEntry(entry, /*aborting=*/false);
+    return result;
+  }
   forgetPendingChildren(comm);
-  joinDeferredSetup(comm, answered ? kAbortWaitMs : globalConfig().timeoutMs + 1000);
+  joinDeferredSetup(comm, globalConfig().timeoutMs + 1000);
   releaseComm(comm, /*aborting=*/false);
-  return answered ? result : real(comm);
+  return real(comm);
 }
 
 NCCL_LAMPORT_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
@@ -237,10 +248,14 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   cancelDeferredSetup(comm, CancelReason::kCommGoingAway);
   requestAbort(comm);
   // NCCL frees the handle, and another thread may be handed the same address for a new
-  // communicator at once: what we keep under this handle is detached before, released after.
-  const DetachedSetup setup = detachDeferredSetup(comm);
-  std::shared_ptr<LamportComm> entry = CommRegistry::instance().remove(comm);
+  // communicator at once. What we keep under this handle stays reachable during NCCL's abort (a
+  // call on this comm from another thread meanwhile still finds it gone) and is then taken out
+  // only where a newcomer at that address has not replaced it: never looked up by handle after.
+  const DetachedSetup setup = findDeferredSetup(comm);
+  std::shared_ptr<LamportComm> entry = CommRegistry::instance().find(comm);
   ncclResult_t result = real(comm);
+  forgetDeferredSetupIfSame(comm, setup);
+  CommRegistry::instance().removeIfSame(comm, entry);
   joinDetachedSetup(setup, comm, kAbortWaitMs);
   releaseCommEntry(std::move(entry), /*aborting=*/true);
   return result;

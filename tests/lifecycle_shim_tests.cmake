@@ -16,7 +16,8 @@ add_dependencies(shim_lifecycle_scenarios nccl-lamport)
 
 set(_preload "LD_PRELOAD=${PROJECT_BINARY_DIR}/lib/libnccl-lamport.so;NCCL_DEBUG=WARN;NCCL_LAMPORT_TIMEOUT_MS=5000")
 foreach(_case ready-then-destroy destroy-in-progress allreduce-in-progress abort-while-call-waits abort-one-of-batch
-              split-child-modes abort-then-handle-reused)
+              split-child-modes abort-then-handle-reused abort-then-handle-reused-keeps-setup
+              destroy-races-ready-then-handle-reused abort-uncollected-child)
   add_test(NAME shim_lifecycle.${_case} COMMAND shim_lifecycle_scenarios ${_case})
   set_tests_properties(shim_lifecycle.${_case} PROPERTIES LABELS cpu TIMEOUT 60 ENVIRONMENT "${_preload}")
 endforeach()
@@ -24,6 +25,12 @@ set_tests_properties(shim_lifecycle.abort-while-call-waits PROPERTIES
   ENVIRONMENT "${_preload};FAKE_HELPER_DESCRIBE_MS=300")
 set_tests_properties(shim_lifecycle.abort-then-handle-reused PROPERTIES
   ENVIRONMENT "${_preload};FAKE_ABORT_REUSES_HANDLE=1")
+set_tests_properties(shim_lifecycle.abort-then-handle-reused-keeps-setup PROPERTIES
+  ENVIRONMENT "${_preload};FAKE_ABORT_REUSES_HANDLE=1;FAKE_READY_MS=500")
+set_tests_properties(shim_lifecycle.abort-uncollected-child PROPERTIES
+  ENVIRONMENT "${_preload};FAKE_SPLIT_WRITES_CHILD_MS=50")
+set_tests_properties(shim_lifecycle.destroy-races-ready-then-handle-reused PROPERTIES
+  ENVIRONMENT "${_preload};FAKE_DESTROY_RACES_READY=1;FAKE_DESTROY_REUSES_HANDLE=1")
 add_test(NAME shim_lifecycle.env-makes-blocking COMMAND shim_lifecycle_scenarios env-makes-blocking)
 add_test(NAME shim_lifecycle.env-makes-nonblocking COMMAND shim_lifecycle_scenarios env-makes-nonblocking)
 set_tests_properties(shim_lifecycle.env-makes-blocking PROPERTIES LABELS cpu TIMEOUT 60

@@ -121,14 +121,44 @@ FAKE_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nRanks, ncc
   return created(*comm);
 }
 
+struct LateChild {
+  ncclComm_t* slot;
+  ncclComm_t child;
+  int delayMs;
+};
+
+static void* writeChildLate(void* arg) {
+  struct LateChild* late = arg;
+  usleep(1000 * late->delayMs);
+  __atomic_store_n(late->slot, late->child, __ATOMIC_RELEASE);
+  free(late);
+  return NULL;
+}
+
 FAKE_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
   (void)color;
   (void)key;
   noteCall("ncclCommSplit", comm);
   const ncclResult_t ready = ensureReady(comm);
   if (ready != ncclSuccess) return ready;
-  *newcomm = newComm(blockingFor(config, comm->blocking), comm->rank, comm->nRanks);
-  return created(*newcomm);
+  ncclComm_t child = newComm(blockingFor(config, comm->blocking), comm->rank, comm->nRanks);
+  /* FAKE_SPLIT_WRITES_CHILD_MS=N: a non-blocking split returns with *newcomm still null and
+   * writes the child N ms later, as NCCL 2.28 does when its split job ends. */
+  const char* lateMs = getenv("FAKE_SPLIT_WRITES_CHILD_MS");
+  if (lateMs != NULL && !child->blocking) {
+    struct LateChild* late = malloc(sizeof(*late));
+    late->slot = newcomm;
+    late->child = child;
+    late->delayMs = atoi(lateMs);
+    pthread_t writer;
+    if (pthread_create(&writer, NULL, writeChildLate, late) == 0) {
+      pthread_detach(writer);
+      return ncclInProgress;
+    }
+    free(late);
+  }
+  *newcomm = child;
+  return created(child);
 }
 
 FAKE_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError) {
@@ -168,11 +198,25 @@ FAKE_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device) {
   return ready;
 }
 
+static void* initDuringAbort(void* unused);
+
 FAKE_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   noteCall("ncclCommDestroy", comm);
+  /* FAKE_DESTROY_RACES_READY=1: NCCL's init job ends between the interposer's own readiness check
+   * and NCCL's (ncclCommEnsureReady inside ncclCommDestroy), so NCCL destroys the communicator. */
+  const char* race = getenv("FAKE_DESTROY_RACES_READY");
+  if (race != NULL && strcmp(race, "1") == 0) {
+    while (nowNs() < comm->readyAtNs) usleep(100);
+  }
   const ncclResult_t ready = ensureReady(comm);
   if (ready != ncclSuccess) return ready;
   atomic_store(&comm->dead, 1); /* never freed: later calls on it are counted, not crashes */
+  const char* reuse = getenv("FAKE_DESTROY_REUSES_HANDLE");
+  if (reuse != NULL && strcmp(reuse, "1") == 0) {
+    atomic_store(&gRecycled, comm);
+    pthread_t other;
+    if (pthread_create(&other, NULL, initDuringAbort, NULL) == 0) pthread_join(other, NULL);
+  }
   return ncclSuccess;
 }
 

@@ -217,6 +217,60 @@ static void abortThenHandleReused(void) {
   CHECK(ncclCommDestroy(reused) == ncclSuccess, "destroy of the communicator created during the abort failed");
 }
 
+/* As abort-then-handle-reused, and the newcomer's pending set-up must survive too: a destroy
+ * while it is still in progress (FAKE_READY_MS long) gets NCCL's refusal and keeps our entry,
+ * which it cannot if the abort detached the newcomer's set-up by handle. */
+static void abortThenHandleReusedKeepsSetup(void) {
+  ncclComm_t comm = initNonBlocking();
+  CHECK(pollReady(comm) == ncclSuccess, "never ready");
+  CHECK(ncclCommAbort(comm) == ncclSuccess, "abort failed");
+  ncclComm_t reused = (ncclComm_t)atomic_load(&fakeCounters.reusedComm);
+  CHECK(reused == comm, "no reuse");
+  if (reused == NULL) return;
+  CHECK(ncclCommDestroy(reused) == ncclInvalidArgument, "destroy of the in-progress newcomer not refused");
+  CHECK(infoOf(reused).known == 1, "the newcomer lost its entry on a refused destroy: its set-up was detached");
+  CHECK(pollReady(reused) == ncclSuccess, "newcomer never ready");
+  CHECK(ncclCommDestroy(reused) == ncclSuccess, "destroy failed");
+}
+
+/* NCCL 2.28's destroy checks readiness itself: if the init job ends between our check (not ready)
+ * and NCCL's, NCCL destroys the communicator inside waitForDeferredSetup's kAnswered branch and
+ * may hand its address to another thread's new communicator before our wrapper returns. */
+static void destroyRacesReadyThenHandleReused(void) {
+  ncclComm_t comm = initNonBlocking();
+  CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy (NCCL saw it ready) failed");
+  ncclComm_t reused = (ncclComm_t)atomic_load(&fakeCounters.reusedComm);
+  CHECK(reused == comm, "no reuse (%p, %p)", (void*)reused, (void*)comm);
+  if (reused == NULL) return;
+  CHECK(infoOf(reused).known == 1, "the communicator created during the destroy lost its entry");
+  CHECK(pollReady(reused) == ncclSuccess, "newcomer never ready");
+  CHECK(infoOf(reused).known == 1, "newcomer not registered after its set-up");
+  CHECK(ncclCommDestroy(reused) == ncclSuccess, "destroy of the newcomer failed");
+}
+
+/* A non-blocking split's child that NCCL writes late (FAKE_SPLIT_WRITES_CHILD_MS) and the
+ * program aborts before anything of ours collected it: a later poll of the parent must not set
+ * up the freed child (checkNothingWrong then sees no call on an aborted communicator). */
+static ncclComm_t gLateChild; /* written by the fake's thread */
+static void abortUncollectedChild(void) {
+  ncclComm_t parent = initNonBlocking();
+  CHECK(pollReady(parent) == ncclSuccess, "parent never ready");
+  CHECK(ncclCommSplit(parent, 0, 0, &gLateChild, NULL) == ncclInProgress, "split: not in progress");
+  ncclComm_t child = NULL;
+  for (int i = 0; i < 5000 && child == NULL; ++i) {
+    child = __atomic_load_n(&gLateChild, __ATOMIC_ACQUIRE);
+    if (child == NULL) usleep(1000);
+  }
+  CHECK(child != NULL, "the fake never wrote the child");
+  if (child == NULL) return;
+  CHECK(ncclCommAbort(child) == ncclSuccess, "abort of the child failed");
+  ncclResult_t state = ncclInProgress;
+  CHECK(ncclCommGetAsyncError(parent, &state) == ncclSuccess && state == ncclSuccess, "parent state %d", state);
+  usleep(100 * 1000); /* a set-up wrongly started for the aborted child would call NCCL by now */
+  CHECK(infoOf(child).known == 0, "the aborted child was registered after the parent's poll");
+  CHECK(ncclCommDestroy(parent) == ncclSuccess, "destroy of the parent failed");
+}
+
 int main(int argc, char** argv) {
   getCommInfo = (ncclResult_t(*)(ncclComm_t, ncclLamportCommInfo_t*))dlsym(RTLD_DEFAULT, "ncclLamportGetCommInfo");
   if (getCommInfo == NULL || argc < 2) {
@@ -236,6 +290,9 @@ int main(int argc, char** argv) {
       {"env-makes-nonblocking", environmentMakesNonBlocking},
       {"split-child-modes", splitChildModes},
       {"abort-then-handle-reused", abortThenHandleReused},
+      {"abort-then-handle-reused-keeps-setup", abortThenHandleReusedKeepsSetup},
+      {"destroy-races-ready-then-handle-reused", destroyRacesReadyThenHandleReused},
+      {"abort-uncollected-child", abortUncollectedChild},
   };
   for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); ++i) {
     if (strcmp(argv[1], scenarios[i].name) != 0) continue;
