@@ -119,7 +119,7 @@ NCCL_LIB_DIR=$(dirname "$NCCL_LIB")
 # Native binaries find the NCCL under test first.
 NCCL_LDLP="$NCCL_LIB_DIR:$LD_LIBRARY_PATH"
 note "nccl: NCCL_UNDER_TEST=$NCCL_UNDER_TEST -> $NCCL_LIB (version code $(nccl_version "$NCCL_LIB")); PyTorch's: ${NCCL_PKG_DIR:-none}"
-[ "$SHARED_GPU" = 1 ] && note "mode: shared GPU (NCCL_LAMPORT_TEST_SHARED_GPU=1): two ranks per GPU, time-sliced; no timings"
+[ "$SHARED_GPU" = 1 ] && note "mode: shared GPU (NCCL_LAMPORT_TEST_SHARED_GPU=1): ${NCCL_LAMPORT_TEST_SHARED_GPU_RANKS:-2} forked ranks (Python checks: 2) on one GPU, time-sliced; no timings"
 note "object: $SO; audit module: $([ -f "$AUDIT" ] && echo "$AUDIT" || echo "none beside it")"
 
 # --- helpers for the Python parts ------------------------------------------------------------
