@@ -25,8 +25,8 @@
 # native binaries (gtest, bench, nccl-tests) and the stock pynccl run load. PyTorch processes
 # always run on PyTorch's own NCCL.
 # Per-rank result files go to $RESULTS (default /tmp/nccl-lamport-results), not $OUT.
-# Prints one summary line per run, the time of each part, and "gpu_suite: N parts passed, M
-# failed"; exits 1 if any part failed, 2 if no NCCL to test was found (nothing ran). Every log is
+# Prints one summary line per run, the time of each part, and "gpu_suite: N passed, M failed,
+# K skipped" (a part with nothing to run is SKIPPED, never PASS); exits 1 if any part failed, 2 if no NCCL to test was found (nothing ran). Every log is
 # packed into $OUT/logs.tgz.
 set -u
 STAGE=${1:-.device/stage}
@@ -51,12 +51,15 @@ CUDART_DIR=$(python3 -c 'import nvidia.cuda_runtime as m; print(list(m.__path__)
 export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/cuda/lib64${CUDART_DIR:+:$CUDART_DIR}"
 SO=$(realpath "$STAGE/lib/libnccl-lamport.so")
 AUDIT="$(dirname "$SO")/libnccl-lamport-audit.so"
-NT=$(realpath .third_party/nt-bin 2>/dev/null || echo "")
+NT=""
+[ -d .third_party/nt-bin ] && NT=$(realpath .third_party/nt-bin)
 summary="$OUT/summary.txt"
 : >"$summary"
 note() { echo "$*" | tee -a "$summary"; }
 part_fail=0
+part_skip=0
 fail() { part_fail=1; }
+skip_part() { part_skip=1; }  # the part found nothing to run: SKIPPED, never PASS
 
 pack_logs() {
   # The device tool returns at most 8 files: pack every log into one archive.
@@ -85,6 +88,9 @@ NCCL_UNDER_TEST=${NCCL_UNDER_TEST:-torch}
 case $NCCL_UNDER_TEST in
   torch)
     NCCL_LIB=""
+    # Without the device env file: PyTorch's wheel NCCL, found the way device-env.sh finds it.
+    [ -z "${NCCL_PKG_DIR:-}" ] &&
+      NCCL_PKG_DIR=$(python3 -c 'import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)
     [ -n "${NCCL_PKG_DIR:-}" ] && [ -e "$NCCL_PKG_DIR/lib/libnccl.so.2" ] && NCCL_LIB=$(realpath "$NCCL_PKG_DIR/lib/libnccl.so.2")
     if [ -z "$NCCL_LIB" ]; then
       note "nccl: SKIPPED: PyTorch's NCCL (NCCL_PKG_DIR/lib/libnccl.so.2) not found; set NCCL_PKG_DIR or use NCCL_UNDER_TEST=system|/abs/libnccl.so.2"
@@ -187,8 +193,14 @@ compare_dirs() {
 # --- parts -----------------------------------------------------------------------------------
 
 run_gtest() {
+  local ran=0
   for t in ${GTESTS:-"$STAGE"/tests/test_*}; do
-    [ -x "$t" ] || continue
+    if [ ! -x "$t" ] || [ -d "$t" ]; then
+      # A name asked for in GTESTS that is no executable is a mistake, not a pass.
+      [ -n "${GTESTS:-}" ] && { note "gtest $t: not an executable path (GTESTS takes paths)"; fail; }
+      continue
+    fi
+    ran=$((ran + 1))
     name=$(basename "$t")
     limit=${GTEST_TIMEOUT:-150}
     # 1000 create/destroy cycles take about 10 minutes (NCCL's own split and destroy).
@@ -204,6 +216,7 @@ run_gtest() {
     [ "$rc" -eq 0 ] || fail
     note "gtest $name: rc=$rc $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/gtest-$name.log" | tr '\n' ' ')"
   done
+  [ "$ran" -gt 0 ] || { note "gtest: SKIPPED: no test executable found"; skip_part; }
 }
 
 run_bench() {
@@ -216,7 +229,8 @@ run_bench() {
 
 run_nccltests() {
   if [ -z "$NT" ]; then
-    note "nccl-tests: SKIPPED: no binaries in .third_party/nt-bin"
+    note "nccl-tests: SKIPPED: no binaries in .third_party/nt-bin (all_reduce_perf, all_gather_perf, reduce_scatter_perf, sendrecv_perf)"
+    skip_part
     return
   fi
   LD_LIBRARY_PATH="$NCCL_LDLP" bash tests/clients/nccltests_modes.sh "$SO" "$NT" "$OUT"
@@ -286,10 +300,12 @@ run_jax() {
   local jlog="$OUT/jax.log" script=tests/clients/jax_psum_check.py
   if ! python3 -c 'import jax' >/dev/null 2>&1; then
     note "jax: SKIPPED: no jax in this Python"
+    skip_part
     return
   fi
   if [ ! -f "$AUDIT" ]; then
     note "jax: SKIPPED: no $AUDIT"
+    skip_part
     return
   fi
   : >"$jlog"
@@ -298,6 +314,7 @@ run_jax() {
   local rc1=$?
   if grep -q "SKIPPED" "$jlog"; then
     note "jax: SKIPPED: $(grep -m1 SKIPPED "$jlog")"
+    skip_part
     return
   fi
   echo "=== jax LD_AUDIT=$AUDIT" >>"$jlog"
@@ -318,6 +335,7 @@ run_jax() {
 IFS=, read -ra parts <<<"$PARTS"
 parts_passed=0
 parts_failed=0
+parts_skipped=0
 suite_t0=$SECONDS
 for part in "${parts[@]}"; do
   if ! declare -F "run_$part" >/dev/null; then
@@ -326,13 +344,18 @@ for part in "${parts[@]}"; do
     continue
   fi
   part_fail=0
+  part_skip=0
   t0=$SECONDS
   if [ "$SHARED_GPU" = 1 ] && [[ " bench nccltests jax " == *" $part "* ]]; then
     note "part $part: SKIPPED in shared-GPU mode (needs one GPU per rank)"
+    parts_skipped=$((parts_skipped + 1))
     continue
   fi
   "run_$part"
-  if [ "$part_fail" -eq 0 ]; then
+  if [ "$part_fail" -eq 0 ] && [ "$part_skip" -eq 1 ]; then
+    parts_skipped=$((parts_skipped + 1))
+    note "part $part: SKIPPED in $((SECONDS - t0)) s"
+  elif [ "$part_fail" -eq 0 ]; then
     parts_passed=$((parts_passed + 1))
     note "part $part: PASS in $((SECONDS - t0)) s"
   else
@@ -341,7 +364,7 @@ for part in "${parts[@]}"; do
   fi
 done
 note "gpu_suite: $((SECONDS - suite_t0)) s in all"
-note "gpu_suite: $parts_passed passed, $parts_failed failed"
+note "gpu_suite: $parts_passed passed, $parts_failed failed, $parts_skipped skipped"
 echo "=== summary"
 cat "$summary"
 pack_logs

@@ -15,6 +15,10 @@
 #
 # Link order matters: libnccl-lamport.so comes before libnccl, so the executables' ncclAllReduce
 # etc. resolve to the plugin (as under LD_PRELOAD) while pncclAllReduce reaches NCCL itself.
+if(TARGET nccl-lamport AND NOT TARGET lamport_launcher)
+  message(WARNING "gpu tests: the rank launcher (built with the benchmark, NCCL_LAMPORT_BUILD_BENCH) is "
+                  "missing: GPU tests are not built")
+endif()
 if(TARGET nccl-lamport AND TARGET lamport_launcher)
   if(NOT NCCL_LIBRARY)
     message(WARNING "gpu tests: NCCL_LIBRARY (the real libnccl) not found: GPU tests are not built")
