@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bench/bench_options.h"
+#include "bench/crossover.h"
 #include "bench/rank_body.h"
 #include "bench/rank_launcher.h"
 #include "bench/rank_results.h"
@@ -289,6 +290,8 @@ int runBench(int argc, char** argv) {
   std::string out = formatHeader(info, slots);
   if (nRanks == 1) out += "# 1 rank: both columns are stock NCCL (nccl-lamport takes 2 or more GPUs)\n";
   out += formatTable(rows);
+  const CrossoverEstimate crossover = estimateCrossover(rows);
+  if (nRanks > 1) out += formatCrossover(crossover);
   bool ok = launch.allSucceeded() && rows.size() == sizes.size();
   int routeMismatches = 0;
   for (const Row& row : rows) {
@@ -320,7 +323,9 @@ int runBench(int argc, char** argv) {
     }
   }
   if (!jsonPath.empty()) {
-    const bool written = writeFile(jsonPath, toJson(info, slots, rows).dump(2) + "\n", "JSON");
+    nlohmann::json doc = toJson(info, slots, rows);
+    doc["crossover"] = crossoverJson(crossover);
+    const bool written = writeFile(jsonPath, doc.dump(2) + "\n", "JSON");
     if (written && !opt.plotPath.empty()) (void)runPlot(jsonPath, opt.plotPath);
   }
   if (tempJson) unlink(jsonPath.c_str());

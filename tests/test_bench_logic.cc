@@ -11,6 +11,7 @@
 
 #include "bench/bench_options.h"
 #include "bench/correctness.h"
+#include "bench/crossover.h"
 #include "bench/rank_results.h"
 #include "bench/report.h"
 #include "bench/stats.h"
@@ -470,6 +471,63 @@ TEST_F(ReportTest, TableCsvAndJson) {
   EXPECT_EQ(doc["results"][0]["perRank"].size(), 2u);
   EXPECT_EQ(doc["ranks"][0]["comm"]["reason"], "NVLink between all ranks");
   EXPECT_EQ(doc["results"][2]["check"]["status"], "OK");
+}
+
+Row crossoverRow(size_t bytes, const char* path, double eagerSpeedup, double graphSpeedup) {
+  Row row;
+  row.bytes = bytes;
+  row.path = path;
+  row.eagerSpeedup = eagerSpeedup;
+  row.graphSpeedup = graphSpeedup;
+  return row;
+}
+
+TEST(Crossover, LargestSizeFasterAtEverySizeUpToIt) {
+  const std::vector<Row> rows = {crossoverRow(8, "lamport", 2.0, 2.5), crossoverRow(1024, "lamport", 1.5, 2.0),
+                                 crossoverRow(4096, "lamport", 0.9, 1.4), crossoverRow(16384, "lamport", 1.2, 1.0),
+                                 crossoverRow(65536, "lamport", 1.1, 1.1)};
+  const CrossoverEstimate e = estimateCrossover(rows);
+  EXPECT_EQ(e.fasterUpTo[kEagerMode], 1024u);  // 4096 was slower: later wins do not count
+  EXPECT_EQ(e.firstNotFaster[kEagerMode], 4096u);
+  EXPECT_EQ(e.fasterUpTo[kGraphMode], 4096u);  // a tie (1.00x) is not faster
+  EXPECT_EQ(e.firstNotFaster[kGraphMode], 16384u);
+  EXPECT_EQ(e.firstRoutedToNccl, 0u);
+  const std::string line = formatCrossover(e);
+  EXPECT_NE(line.find("up to 4096 bytes (graph), 1024 bytes (eager)"), std::string::npos) << line;
+  EXPECT_EQ(line.find("went to NCCL"), std::string::npos) << line;
+  const nlohmann::json doc = crossoverJson(e);
+  EXPECT_EQ(doc["graph"]["fasterUpToBytes"], 4096);
+  EXPECT_EQ(doc["eager"]["firstNotFasterBytes"], 4096);
+  EXPECT_TRUE(doc["firstRoutedToNcclBytes"].is_null());
+}
+
+TEST(Crossover, StopsWhereTheCrossoverInForceSendsCallsToNccl) {
+  const std::vector<Row> rows = {crossoverRow(8, "lamport", 2.0, 2.0), crossoverRow(1024, "nccl", 1.0, 1.0),
+                                 crossoverRow(4096, "lamport", 3.0, 3.0)};
+  const CrossoverEstimate e = estimateCrossover(rows);
+  EXPECT_EQ(e.fasterUpTo[kGraphMode], 8u);
+  EXPECT_EQ(e.firstNotFaster[kGraphMode], 0u);  // never measured slower: the answer is censored
+  EXPECT_EQ(e.firstRoutedToNccl, 1024u);
+  EXPECT_NE(formatCrossover(e).find("NCCL_LAMPORT_ONESHOT_MAX_BYTES"), std::string::npos);
+}
+
+TEST(Crossover, UnmeasuredModesAndBrokenRows) {
+  const std::vector<Row> none = {crossoverRow(8, "lamport", NAN, NAN), crossoverRow(16, "mixed", 5.0, 5.0),
+                                 crossoverRow(32, "lamport", 5.0, 5.0)};
+  const CrossoverEstimate e = estimateCrossover(none);
+  EXPECT_EQ(e.fasterUpTo[kEagerMode], 0u);  // a "mixed" row ends the scan: that run is broken
+  EXPECT_EQ(e.fasterUpTo[kGraphMode], 0u);
+  EXPECT_NE(formatCrossover(e).find("up to - bytes (graph)"), std::string::npos);
+  EXPECT_TRUE(crossoverJson(e)["graph"]["fasterUpToBytes"].is_null());
+}
+
+TEST_F(ReportTest, CrossoverFromAggregatedRows) {
+  // Size 2 (32 bytes): rank 1's plugin graph time is slower than stock, so the max over ranks is.
+  slots_[1]->sizes[2].graphUs[kPlugin] = 20;
+  const CrossoverEstimate e = estimateCrossover(aggregateRows(view(), 3));
+  EXPECT_EQ(e.fasterUpTo[kGraphMode], 16u);
+  EXPECT_EQ(e.firstNotFaster[kGraphMode], 32u);
+  EXPECT_EQ(e.fasterUpTo[kEagerMode], 32u);
 }
 
 }  // namespace
