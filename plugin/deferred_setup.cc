@@ -355,15 +355,6 @@ void cancelDeferredSetup(ncclComm_t comm, CancelReason why) {
   cancelLocked(*batch, comm, why);
 }
 
-DetachedSetup detachDeferredSetup(ncclComm_t comm) {
-  std::lock_guard<std::mutex> lock(gBatchesMutex);
-  auto it = batches().find(comm);
-  if (it == batches().end()) return nullptr;
-  DetachedSetup batch = std::move(it->second);
-  batches().erase(it);
-  return batch;
-}
-
 DetachedSetup findDeferredSetup(ncclComm_t comm) { return findBatch(comm); }
 
 void forgetDeferredSetupIfSame(ncclComm_t comm, const DetachedSetup& setup) {
@@ -374,7 +365,15 @@ void forgetDeferredSetupIfSame(ncclComm_t comm, const DetachedSetup& setup) {
 }
 
 bool joinDeferredSetup(ncclComm_t comm, uint64_t timeoutMs) {
-  return joinDetachedSetup(detachDeferredSetup(comm), comm, timeoutMs);
+  DetachedSetup batch;
+  {
+    std::lock_guard<std::mutex> lock(gBatchesMutex);
+    auto it = batches().find(comm);
+    if (it == batches().end()) return true;
+    batch = std::move(it->second);
+    batches().erase(it);
+  }
+  return joinDetachedSetup(batch, comm, timeoutMs);
 }
 
 bool joinDetachedSetup(const DetachedSetup& batch, ncclComm_t comm, uint64_t timeoutMs) {

@@ -93,14 +93,11 @@ void forgetPendingChildren(ncclComm_t comm);
  *  forgets it; false if it is still running (it then ends on its own). */
 bool joinDeferredSetup(ncclComm_t comm, uint64_t timeoutMs);
 
-/** One communicator's set-up, no longer reachable through the communicator's handle (null when
- *  it had none). For ncclCommAbort: NCCL frees the handle, and another thread may get the same
- *  address for a new communicator at once, so nothing of ours may be looked up by it afterwards. */
+/** A communicator's set-up, held by object rather than by handle (null when it had none). For
+ *  ncclCommAbort / ncclCommDestroy: NCCL frees the handle, and another thread may get the same
+ *  address for a new communicator at once, so nothing of ours is looked up by it afterwards. */
 struct DeferredBatch;
 using DetachedSetup = std::shared_ptr<DeferredBatch>;
-
-/** Forgets comm's set-up (so a new communicator with the same handle starts clean) and returns it. */
-DetachedSetup detachDeferredSetup(ncclComm_t comm);
 
 /** comm's set-up, left reachable by the handle (calls during NCCL's abort still find it gone). */
 DetachedSetup findDeferredSetup(ncclComm_t comm);
@@ -109,8 +106,8 @@ DetachedSetup findDeferredSetup(ncclComm_t comm);
  *  communicator created at the same address may have replaced it. */
 void forgetDeferredSetupIfSame(ncclComm_t comm, const DetachedSetup& setup);
 
-/** joinDeferredSetup for a set-up detached before: waits up to timeoutMs; true if it ended (or
- *  there was none). */
+/** joinDeferredSetup for a set-up held by object: waits up to timeoutMs; true if it ended (or
+ *  there was none). comm is only logged. */
 bool joinDetachedSetup(const DetachedSetup& setup, ncclComm_t comm, uint64_t timeoutMs);
 
 }  // namespace nccl_lamport

@@ -79,6 +79,23 @@ void onChildCreated(ncclResult_t result, ncclComm_t parent, ncclComm_t* newcomm,
   onCommCreated(result, *newcomm, blocking);
 }
 
+/** What we keep under a communicator's handle, taken while the handle is still its own. */
+struct HeldComm {
+  DetachedSetup setup;
+  std::shared_ptr<LamportComm> entry;
+};
+
+HeldComm holdComm(ncclComm_t comm) { return {findDeferredSetup(comm), CommRegistry::instance().find(comm)}; }
+
+/** After NCCL freed comm's handle: takes out what `held` holds where no communicator created
+ *  meanwhile at that address replaced it, waits (bounded) for its set-up, releases its workspace. */
+void releaseHeldComm(ncclComm_t comm, HeldComm held, bool aborting) {
+  forgetDeferredSetupIfSame(comm, held.setup);
+  CommRegistry::instance().removeIfSame(comm, held.entry);
+  joinDetachedSetup(held.setup, comm, kAbortWaitMs);
+  releaseCommEntry(std::move(held.entry), aborting);
+}
+
 ncclResult_t missing(const char* name) {
   LAMPORT_WARN("%s: the real NCCL function was not found (is libnccl loaded?)", name);
   return ncclSystemError;
@@ -219,18 +236,14 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   // finishes (bounded by NCCL_LAMPORT_TIMEOUT_MS): it is one grouped exchange for every
   // communicator created with this one, and the peers take part in it.
   ncclResult_t result = ncclSuccess;
-  const DetachedSetup setup = findDeferredSetup(comm);
-  const std::shared_ptr<LamportComm> entry = CommRegistry::instance().find(comm);
+  HeldComm held = holdComm(comm);
   const bool answered = waitForDeferredSetup(comm, [&] { return real(comm); }, &result, /*destroysComm=*/true) ==
                         PendingCall::kAnswered;
   if (answered && result != ncclSuccess) return result;
   if (answered) {
     // NCCL destroyed it inside the wait (its init job ended between our check and NCCL's): the
     // handle may already be another communicator's. A comm NCCL had not ready has no children.
-    forgetDeferredSetupIfSame(comm, setup);
-    CommRegistry::instance().removeIfSame(comm, entry);
-    joinDetachedSetup(setup, comm, kAbortWaitMs);
-    releaseCommEntry(entry, /*aborting=*/false);
+    releaseHeldComm(comm, std::move(held), /*aborting=*/false);
     return result;
   }
   forgetPendingChildren(comm);
@@ -251,13 +264,9 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   // communicator at once. What we keep under this handle stays reachable during NCCL's abort (a
   // call on this comm from another thread meanwhile still finds it gone) and is then taken out
   // only where a newcomer at that address has not replaced it: never looked up by handle after.
-  const DetachedSetup setup = findDeferredSetup(comm);
-  std::shared_ptr<LamportComm> entry = CommRegistry::instance().find(comm);
+  HeldComm held = holdComm(comm);
   ncclResult_t result = real(comm);
-  forgetDeferredSetupIfSame(comm, setup);
-  CommRegistry::instance().removeIfSame(comm, entry);
-  joinDetachedSetup(setup, comm, kAbortWaitMs);
-  releaseCommEntry(std::move(entry), /*aborting=*/true);
+  releaseHeldComm(comm, std::move(held), /*aborting=*/true);
   return result;
 }
 

@@ -53,8 +53,8 @@ void handOverToNccl(ncclComm_t comm);
  *  communicators. */
 void releaseComm(ncclComm_t comm, bool aborting);
 
-/** releaseComm for an entry already taken out of the registry (CommRegistry::remove); null is a
- *  no-op. For ncclCommAbort, which must drop the handle before NCCL frees it. */
+/** releaseComm for an entry already out of the registry (or never to be looked up by handle
+ *  again: ncclCommAbort / ncclCommDestroy after NCCL freed it); null is a no-op. */
 void releaseCommEntry(std::shared_ptr<LamportComm> lc, bool aborting);
 
 }  // namespace nccl_lamport
