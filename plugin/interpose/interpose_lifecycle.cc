@@ -6,6 +6,8 @@
 // that group (all of them in one grouped exchange, so one thread can drive several GPUs), or,
 // for non-blocking communicators, on a helper thread once NCCL reports them ready
 // (plugin/comm/deferred_setup.h).
+#include <cuda_runtime_api.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -46,9 +48,18 @@ bool isBlocking(const ncclConfig_t* config, bool whenNoConfig) {
   return config->blocking != 0;
 }
 
+/** The calling thread's CUDA device for our log lines' "[dev]" field (-1 if CUDA cannot say). */
+int currentCudaDevice() {
+  int device = -1;
+  return cudaGetDevice(&device) == cudaSuccess ? device : -1;
+}
+
 /** What every init/split wrapper does once NCCL returned: set up now, later, or never. */
 void onCommCreated(ncclResult_t result, ncclComm_t comm, bool blocking) {
   if (comm == nullptr || (result != ncclSuccess && result != ncclInProgress)) return;
+  // From the first communicator on, NCCL has initialised CUDA: our log lines may ask for the
+  // device (before, they never touch CUDA and print [-1]).
+  setLogDeviceQuery(currentCudaDevice);
   if (!blocking) {
     if (tGroupDepth > 0) {
       tNonBlockingCreatedInGroup.push_back(comm);

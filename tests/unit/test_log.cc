@@ -54,6 +54,7 @@ LogSettings settingsOf(int level, uint64_t mask) {
 class LogTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    setTimestampSettingsForTest(TimestampSettings{});  // NCCL's defaults, whatever the environment says
     std::lock_guard<std::mutex> lock(gMutex);
     gSinkLines.clear();
     gNcclLines.clear();
@@ -62,6 +63,8 @@ class LogTest : public ::testing::Test {
     setNcclLogger(nullptr);
     setLogSinkForTest(nullptr);
     setLogDevice(-1);
+    setLogDeviceQuery(nullptr);
+    setTimestampSettingsForTest(TimestampSettings{});
     setLogSettingsForTest(LogSettings{});
   }
   static std::vector<std::string> sinkLines() {
@@ -190,7 +193,62 @@ TEST_F(LogTest, WarnLineCarriesFileAndLine) {
       " test_log.cc:" + std::to_string(line) + " NCCL WARN Lamport: bad value x\n";
   ASSERT_GE(lines[0].size(), expectedTail.size());
   EXPECT_EQ(lines[0].substr(lines[0].size() - expectedTail.size()), expectedTail) << lines[0];
-  EXPECT_TRUE(std::regex_search(lines[0], std::regex(R"(^[^:\s]+:[0-9]+:[0-9]+ \[-1\] )")));
+  // As NCCL 2.28+ prints a WARN by default: a blank line, then "[YYYY-MM-DD HH:MM:SS] host:pid:tid".
+  EXPECT_TRUE(std::regex_search(
+      lines[0], std::regex(R"(^\n\[[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\] [^:\s]+:[0-9]+:[0-9]+ \[-1\] )")))
+      << lines[0];
+}
+
+TEST_F(LogTest, TimestampLevelsFollowNcclDebugTimestampLevels) {
+  setLogSinkForTest(captureSink);
+  setLogSettingsForTest(settingsOf(kLogInfo, kSubsysAll));
+  setTimestampSettingsForTest(parseTimestampSettings("info", "<%Y>_"));
+  LAMPORT_INFO(kSubsysInit, "stamped");
+  LAMPORT_WARN("not stamped");
+  const std::vector<std::string> lines = sinkLines();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_TRUE(std::regex_search(lines[0], std::regex(R"(^<[0-9]{4}> [^:\s]+:[0-9]+:[0-9]+ \[-1\] NCCL INFO)"))) << lines[0];
+  EXPECT_TRUE(std::regex_search(lines[1], std::regex(R"(^\n[^:\s<]+:[0-9]+:[0-9]+ \[-1\] )"))) << lines[1];
+}
+
+TEST_F(LogTest, TimestampSettingsParse) {
+  const TimestampSettings defaults = parseTimestampSettings(nullptr, nullptr);
+  EXPECT_EQ(defaults.levels, 1u << kLogWarn);
+  EXPECT_EQ(defaults.format, "[%F %T] ");
+  EXPECT_EQ(parseTimestampSettings("WARN,trace", nullptr).levels, (1u << kLogWarn) | (1u << kLogTrace));
+  EXPECT_EQ(parseTimestampSettings("ALL", nullptr).levels,
+            (1u << kLogVersion) | (1u << kLogWarn) | (1u << kLogInfo) | (1u << kLogAbort) | (1u << kLogTrace));
+  EXPECT_EQ(parseTimestampSettings("", nullptr).levels, 0u);
+  EXPECT_EQ(parseTimestampSettings(nullptr, "[%T]_x_").format, "[%T] x ");
+}
+
+TEST_F(LogTest, TimestampFractionsAndStrftime) {
+  EXPECT_EQ(formatTimestamp("%3f|%6f|%%|%9f|%1f", 1700000000, 123456789), "123|123456|%|123456789|1");
+  EXPECT_EQ(formatTimestamp("%s.%2f ", 1700000000, 50000000), "1700000000.05 ");
+  EXPECT_EQ(formatTimestamp("", 1700000000, 0), "");
+}
+
+TEST_F(LogTest, DeviceQueryFillsAnUnknownDevice) {
+  setLogSinkForTest(captureSink);
+  setLogSettingsForTest(settingsOf(kLogInfo, kSubsysAll));
+  setLogDeviceQuery([] { return 5; });
+  LAMPORT_INFO(kSubsysInit, "queried");
+  setLogDevice(2);
+  LAMPORT_INFO(kSubsysInit, "set");
+  const std::vector<std::string> lines = sinkLines();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[0].find(" [5] NCCL INFO Lamport: queried\n"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find(" [2] NCCL INFO Lamport: set\n"), std::string::npos) << lines[1];
+}
+
+TEST_F(LogTest, WarnAlwaysIsPrintedWithoutNcclDebug) {
+  setLogSinkForTest(captureSink);
+  setLogSettingsForTest(settingsOf(kLogNone, 0));
+  LAMPORT_WARN("hidden");
+  LAMPORT_WARN_ALWAYS("shown %d", 1);
+  const std::vector<std::string> lines = sinkLines();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find(" NCCL WARN Lamport: shown 1\n"), std::string::npos) << lines[0];
 }
 
 TEST_F(LogTest, TraceLineFormat) {
@@ -198,7 +256,10 @@ TEST_F(LogTest, TraceLineFormat) {
   setLogSettingsForTest(settingsOf(kLogTrace, kSubsysTuning));
   LAMPORT_TRACE(kSubsysTuning, "per call");
   ASSERT_EQ(sinkLines().size(), 1u);
-  EXPECT_NE(sinkLines()[0].find(" NCCL TRACE Lamport: per call\n"), std::string::npos);
+  // NCCL's TRACE: "[dev] <ms since logging started> file:line NCCL TRACE".
+  EXPECT_TRUE(std::regex_search(sinkLines()[0],
+                                std::regex(R"( \[-1\] [0-9]+\.[0-9]+ test_log\.cc:[0-9]+ NCCL TRACE Lamport: per call\n$)")))
+      << sinkLines()[0];
 }
 
 TEST_F(LogTest, LongMessagesAreTruncatedNotOverflowed) {
