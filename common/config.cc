@@ -7,36 +7,98 @@
 #include <cstring>
 #include <limits>
 
+#include "common/bool_knob.h"
 #include "common/log.h"
 
 namespace nccl_lamport {
 
 namespace {
 
-constexpr const char* kEnable = "NCCL_LAMPORT_ENABLE";
-constexpr const char* kOneShotMax = "NCCL_LAMPORT_ONESHOT_MAX_BYTES";
-constexpr const char* kWorkspaceMax = "NCCL_LAMPORT_WORKSPACE_MAX_BYTES";
-constexpr const char* kTimeout = "NCCL_LAMPORT_TIMEOUT_MS";
-constexpr const char* kNcclPath = "NCCL_LAMPORT_NCCL_PATH";
-constexpr const char* kRequireNvlink = "NCCL_LAMPORT_REQUIRE_NVLINK";
-// Read by the LD_AUDIT module (plugin/loader/ld_audit.c), not here: listed for the README check only.
-constexpr const char* kAuditDebug = "NCCL_LAMPORT_AUDIT_DEBUG";
-
 void warnBad(const char* variable, const char* value, const char* expected) {
   LAMPORT_WARN("ignoring %s=\"%s\": expected %s; keeping the default", variable, value, expected);
+}
+
+// Always printed, whatever NCCL_DEBUG says: the A/B switch must never fail open, nor fail closed
+// without a word.
+void warnUnknownSwitch(const char* variable, const char* value) {
+  LAMPORT_WARN_ALWAYS("%s=\"%s\" is none of 0/1, false/true, no/yes, off/on (any case): the Lamport path is "
+                      "OFF, every call goes to NCCL",
+                      variable, value);
+}
+
+// One parser per KnobKind; the table's kind column picks it at compile time.
+template <KnobKind kind>
+void parseKnob(const KnobInfo& knob, const char* text, typename KnobValue<kind>::type* value);
+
+void parseBoolKnob(const KnobInfo& knob, const char* text, bool* value) {
+  if (parseBool(text, value)) return;
+  if (knob.kind == KnobKind::Switch) {
+    *value = false;
+    warnUnknownSwitch(knob.variable, text);
+  } else {
+    warnBad(knob.variable, text, "0/1, false/true, no/yes or off/on");
+  }
+}
+
+template <>
+void parseKnob<KnobKind::Switch>(const KnobInfo& knob, const char* text, bool* value) {
+  parseBoolKnob(knob, text, value);
+}
+
+template <>
+void parseKnob<KnobKind::Bool>(const KnobInfo& knob, const char* text, bool* value) {
+  parseBoolKnob(knob, text, value);
+}
+
+// Bytes and Ms: below the minimum is rejected, above the maximum clamped.
+template <typename T>
+void acceptInRange(const KnobInfo& knob, const char* text, uint64_t parsed, T* value) {
+  if (parsed < knob.minimum) {
+    warnBad(knob.variable, text, knob.minimum == 1 ? "a positive value" : "a larger value");
+    return;
+  }
+  if (parsed > knob.maximum) {
+    LAMPORT_WARN("%s=\"%s\" is above the maximum %llu %s: using %llu", knob.variable, text,
+                 static_cast<unsigned long long>(knob.maximum), knob.unit,
+                 static_cast<unsigned long long>(knob.maximum));
+    parsed = knob.maximum;
+  }
+  *value = static_cast<T>(parsed);
+}
+
+template <>
+void parseKnob<KnobKind::Bytes>(const KnobInfo& knob, const char* text, size_t* value) {
+  size_t bytes = 0;
+  if (!parseByteSize(text, &bytes)) {
+    warnBad(knob.variable, text, "a byte count such as 65536, 64K or 8M");
+    return;
+  }
+  acceptInRange(knob, text, bytes, value);
+}
+
+template <>
+void parseKnob<KnobKind::Ms>(const KnobInfo& knob, const char* text, uint64_t* value) {
+  uint64_t number = 0;
+  if (!parseUnsigned(text, &number)) {
+    warnBad(knob.variable, text, "a number of milliseconds");
+    return;
+  }
+  acceptInRange(knob, text, number, value);
+}
+
+template <>
+void parseKnob<KnobKind::Path>(const KnobInfo& /*knob*/, const char* text, std::string* value) {
+  *value = text;
 }
 
 }  // namespace
 
 const std::vector<KnobInfo>& knobTable() {
   static const std::vector<KnobInfo> table = {
-      {kEnable, "1", "bool"},
-      {kOneShotMax, "0 (built-in table)", "bytes"},
-      {kWorkspaceMax, "64M", "bytes"},
-      {kTimeout, "600000", "ms"},
-      {kNcclPath, "unset", "path"},
-      {kAuditDebug, "0", "bool"},
-      {kRequireNvlink, "1", "bool"},
+#define NCCL_LAMPORT_KNOB_INFO(field, kind, variable, defaultValue, defaultText, unit, minimum, maximum, doc) \
+  {variable, KnobKind::kind, defaultText, unit, minimum, maximum, doc},
+      NCCL_LAMPORT_KNOBS(NCCL_LAMPORT_KNOB_INFO)
+#undef NCCL_LAMPORT_KNOB_INFO
   };
   return table;
 }
@@ -55,15 +117,15 @@ bool parseUnsigned(const char* text, uint64_t* out) {
 }
 
 bool parseBool(const char* text, bool* out) {
-  if (strcmp(text, "1") == 0 || strcasecmp(text, "true") == 0 || strcasecmp(text, "yes") == 0) {
-    *out = true;
-    return true;
-  }
-  if (strcmp(text, "0") == 0 || strcasecmp(text, "false") == 0 || strcasecmp(text, "no") == 0) {
-    *out = false;
-    return true;
-  }
-  return false;
+  int value = 0;
+  if (lamportParseBool(text, &value) == 0) return false;
+  *out = value != 0;
+  return true;
+}
+
+bool switchIsOn(const char* text) {
+  bool on = true;
+  return text == nullptr || (parseBool(text, &on) && on);
 }
 
 bool parseByteSize(const char* text, size_t* out) {
@@ -84,37 +146,15 @@ bool parseByteSize(const char* text, size_t* out) {
 
 Config parseConfig(const EnvLookup& env) {
   Config config;
-  if (const char* v = env(kEnable)) {
-    if (!parseBool(v, &config.enable)) warnBad(kEnable, v, "0 or 1");
+  size_t index = 0;
+  // One statement per line of common/knobs.h, in table order (knobTable()[index] is that line).
+#define NCCL_LAMPORT_KNOB_PARSE(field, kind, ...)                                               \
+  {                                                                                             \
+    const KnobInfo& knob = knobTable()[index++];                                                \
+    if (const char* text = env(knob.variable)) parseKnob<KnobKind::kind>(knob, text, &config.field); \
   }
-  if (const char* v = env(kOneShotMax)) {
-    size_t bytes = 0;
-    if (parseByteSize(v, &bytes)) {
-      config.oneShotMaxBytes = bytes;
-    } else {
-      warnBad(kOneShotMax, v, "a byte count such as 65536, 64K or 8M");
-    }
-  }
-  if (const char* v = env(kWorkspaceMax)) {
-    size_t bytes = 0;
-    if (parseByteSize(v, &bytes) && bytes > 0) {
-      config.workspaceMaxBytes = bytes;
-    } else {
-      warnBad(kWorkspaceMax, v, "a positive byte count such as 64M");
-    }
-  }
-  if (const char* v = env(kTimeout)) {
-    uint64_t ms = 0;
-    if (parseUnsigned(v, &ms) && ms > 0) {
-      config.timeoutMs = ms;
-    } else {
-      warnBad(kTimeout, v, "a positive number of milliseconds");
-    }
-  }
-  if (const char* v = env(kNcclPath)) config.ncclPath = v;
-  if (const char* v = env(kRequireNvlink)) {
-    if (!parseBool(v, &config.requireNvlink)) warnBad(kRequireNvlink, v, "0 or 1");
-  }
+  NCCL_LAMPORT_KNOBS(NCCL_LAMPORT_KNOB_PARSE)
+#undef NCCL_LAMPORT_KNOB_PARSE
   return config;
 }
 

@@ -1,7 +1,10 @@
 // Every NCCL_LAMPORT_* knob, in one table, parsed once per process.
 //
-// The parser takes the environment as a function so tests never call setenv. A bad value is a
-// WARN naming the variable and the value, and the default is kept: a typo never crashes a job.
+// The table itself is common/knobs.h. The parser takes the environment as a function so tests never
+// call setenv. A bad value is a WARN naming the variable and the value, and the default is kept: a
+// typo never crashes a job. The exception is the A/B switch NCCL_LAMPORT_ENABLE: a value it does
+// not know turns the Lamport path off (a switch must never fail open) and is printed even when
+// NCCL_DEBUG is unset.
 #pragma once
 
 #include <cstddef>
@@ -10,49 +13,60 @@
 #include <string>
 #include <vector>
 
+#include "common/knobs.h"
+
 namespace nccl_lamport {
 
-/** The parsed knobs. Units are in the names: bytes, milliseconds. */
+/** How a knob's text is parsed (the `kind` column of common/knobs.h). */
+enum class KnobKind { Switch, Bool, Bytes, Ms, Path };
+
+template <KnobKind kind>
+struct KnobValue;
+template <> struct KnobValue<KnobKind::Switch> { using type = bool; };
+template <> struct KnobValue<KnobKind::Bool> { using type = bool; };
+template <> struct KnobValue<KnobKind::Bytes> { using type = size_t; };
+template <> struct KnobValue<KnobKind::Ms> { using type = uint64_t; };
+template <> struct KnobValue<KnobKind::Path> { using type = std::string; };
+
+/** The parsed knobs, one member per line of common/knobs.h (name, default and meaning there).
+ *  Units are in the member names: bytes, milliseconds. */
 struct Config {
-  /** NCCL_LAMPORT_ENABLE: 0 turns every wrapper into a plain pass-through to NCCL. */
-  bool enable = true;
-  /** NCCL_LAMPORT_ONESHOT_MAX_BYTES: largest message (bytes) taken by the one-shot kernel;
-   *  0 = the built-in table for the communicator's nRanks (tuner/routing.cc; one table for every
-   *  GPU architecture until others are measured). */
-  size_t oneShotMaxBytes = 0;
-  /** NCCL_LAMPORT_WORKSPACE_MAX_BYTES: cap on one rank's Lamport workspace per communicator. */
-  size_t workspaceMaxBytes = size_t{64} << 20;
-  /** NCCL_LAMPORT_TIMEOUT_MS: how long a kernel waits for its peers before it gives up and the
-   *  communicator reports an error (default 10 minutes, PyTorch's watchdog default). */
-  uint64_t timeoutMs = 600000;
-  /** NCCL_LAMPORT_NCCL_PATH: the NCCL library to load when none is loaded in the process; when
-   *  set, the only one tried (plugin/loader/real_nccl.h). */
-  std::string ncclPath;
-  /** NCCL_LAMPORT_REQUIRE_NVLINK: 0 accepts any P2P-capable pair (for PCIe testing only). */
-  bool requireNvlink = true;
+#define NCCL_LAMPORT_CONFIG_MEMBER(field, kind, variable, defaultValue, ...) \
+  KnobValue<KnobKind::kind>::type field = defaultValue;
+  NCCL_LAMPORT_KNOBS(NCCL_LAMPORT_CONFIG_MEMBER)
+#undef NCCL_LAMPORT_CONFIG_MEMBER
 };
 
-/** One knob's documentation, for the README check and --help style listings. */
+/** One knob's line of common/knobs.h, for the README check and listings. */
 struct KnobInfo {
   const char* variable;     // full environment variable name
-  const char* defaultText;  // default as written in the README
-  const char* unit;         // "bool", "bytes", "ms", "path"
+  KnobKind kind;
+  const char* defaultText;  // default as the README's default cell starts
+  const char* unit;         // as the README's unit cell starts: "bool", "bytes", "ms", "path"
+  uint64_t minimum;         // Bytes, Ms: smallest accepted value
+  uint64_t maximum;         // Bytes, Ms: larger values are clamped to it (kNoKnobMaximum: none)
+  const char* doc;          // one line
 };
 
-/** The knobs this build understands. */
+/** The knobs this build understands: exactly the lines of common/knobs.h, in order. */
 const std::vector<KnobInfo>& knobTable();
 
 using EnvLookup = std::function<const char*(const char*)>;
 
-/** Parses the knobs from env (a getenv-like function). Never throws; bad values WARN. */
+/** Parses the knobs from env (a getenv-like function), asking it for exactly the variables of
+ *  knobTable(). Never throws; bad values WARN (see the top of this file). */
 Config parseConfig(const EnvLookup& env);
 
 /** Parses "123", "64K", "8M", "1G" (binary units). False on anything else or overflow. */
 bool parseByteSize(const char* text, size_t* out);
 
-/** Parses a boolean knob: 1/true/yes or 0/false/no (case-insensitive words). False on anything
- *  else. */
+/** Parses a boolean knob: 1/true/yes/on or 0/false/no/off, any case (common/bool_knob.h, shared
+ *  with the LD_AUDIT module). False, *out untouched, on anything else. */
 bool parseBool(const char* text, bool* out);
+
+/** NCCL_LAMPORT_ENABLE's rule, for code that reads the switch before the configuration exists
+ *  (the preload constructor): true only for a recognised "on" spelling or when unset. */
+bool switchIsOn(const char* text);
 
 /** Parses an unsigned decimal integer. False on anything else or overflow. */
 bool parseUnsigned(const char* text, uint64_t* out);

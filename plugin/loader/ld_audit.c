@@ -40,6 +40,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/bool_knob.h"
 #include "plugin/loader/audit_protocol.h"
 
 #define AUDIT_EXPORT __attribute__((visibility("default")))
@@ -64,6 +65,9 @@ static SearchList gSharedList;
 static uintptr_t* gOwnCookies[MAX_OWN_MAPS];
 static int gOwnCount;
 static int gDebug;
+/* Why redirects are off, when they are: told (under NCCL_LAMPORT_AUDIT_DEBUG) at the first request
+ * for an NCCL library, not at every exec of a program that never asks for one. */
+static const char* gTargetProblem = "";
 
 /* Writes "nccl-lamport-audit: a b c\n" to stderr when NCCL_LAMPORT_AUDIT_DEBUG=1 (no stdio: it
  * would buffer, and this runs before the program sets anything up). */
@@ -92,18 +96,17 @@ static void findTarget(void) {
   const char* slash = strrchr(info.dli_fname, '/');
   const size_t dirLength = slash == NULL ? 0 : (size_t)(slash - info.dli_fname) + 1;
   if (dirLength == 0 || dirLength + sizeof(NCCL_LAMPORT_OBJECT_NAME) > sizeof(gTarget)) {
-    debugLine("cannot tell the directory of ", info.dli_fname, " (give LD_AUDIT an absolute path): redirects off");
+    gTargetProblem = "cannot tell the directory of the audit module (give LD_AUDIT an absolute path)";
     return;
   }
   char candidate[sizeof(gTarget)];
   memcpy(candidate, info.dli_fname, dirLength);
   memcpy(candidate + dirLength, NCCL_LAMPORT_OBJECT_NAME, sizeof(NCCL_LAMPORT_OBJECT_NAME));
   if (!readHeader(candidate, &gTargetHeader, &gTargetStat)) {
-    debugLine("missing or not ELF: ", candidate, ": redirects off");
+    gTargetProblem = "libnccl-lamport.so beside the audit module is missing or not ELF";
     return;
   }
   memcpy(gTarget, candidate, sizeof(candidate));
-  debugLine("redirecting libnccl.so.2 and libnccl.so to ", gTarget, "");
 }
 
 static int isTargetFile(const struct stat* st) {
@@ -198,8 +201,9 @@ static int isNcclName(const char* name) {
 
 AUDIT_EXPORT unsigned int la_version(unsigned int version) {
   const char* debug = getenv("NCCL_LAMPORT_AUDIT_DEBUG");
-  /* The plugin's boolean spellings (common/config.cc parseBool), without linking it in. */
-  gDebug = debug != NULL && (strcmp(debug, "1") == 0 || strcasecmp(debug, "true") == 0 || strcasecmp(debug, "yes") == 0);
+  /* The plugin's own boolean parser (header only, libc only): unknown values leave it off. */
+  int on = 0;
+  gDebug = lamportParseBool(debug, &on) && on;
   const char* configured = getenv("NCCL_LAMPORT_NCCL_PATH");
   gConfiguredPath = configured != NULL && configured[0] != '\0';
   findTarget();
@@ -232,7 +236,12 @@ AUDIT_EXPORT unsigned int la_objclose(uintptr_t* cookie) {
 }
 
 AUDIT_EXPORT char* la_objsearch(const char* name, uintptr_t* cookie, unsigned int flag) {
-  if (gTarget[0] == '\0') return (char*)name;
+  if (gTarget[0] == '\0') {
+    if (flag == LA_SER_ORIG && isNcclName(name)) {
+      debugLine(name, " not redirected: ", gTargetProblem);
+    }
+    return (char*)name;
+  }
   if (flag != LA_SER_ORIG) {
     /* The program's search ended in ld.so.cache or the default directories: our object's own
      * search for the real NCCL goes there too, past its RUNPATH (no part of the program's). */

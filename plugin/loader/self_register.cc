@@ -23,10 +23,9 @@ void registerAsTunerIfPreloaded() {
   if (preload == nullptr) return;  // the common dlopen() case: nothing to do, no dladdr
   // NCCL_LAMPORT_ENABLE=0 is the A/B switch: the run must see NCCL exactly as without us, so we
   // do not make ourselves its tuner either (a user-set NCCL_TUNER_PLUGIN still applies).
-  // Parsed as the knob itself is (common/config.h), so that every spelling of "off" counts.
-  const char* enableText = getenv("NCCL_LAMPORT_ENABLE");
-  bool enable = true;
-  if (enableText != nullptr && parseBool(enableText, &enable) && !enable) return;
+  // The knob's own rule (common/config.h switchIsOn): every spelling of "off" counts, and an
+  // unknown value is off too (the WARN comes when NCCL first reads the configuration).
+  if (!switchIsOn(getenv("NCCL_LAMPORT_ENABLE"))) return;
   const std::string self = ownObjectPath();
   if (!shouldSelfRegisterAsTuner(preload, getenv("NCCL_TUNER_PLUGIN"), self.c_str())) return;
   // overwrite = 0: should anything have set it meanwhile, theirs wins.

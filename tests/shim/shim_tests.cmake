@@ -35,6 +35,13 @@ set_tests_properties(shim_opaque.no_nccl PROPERTIES LABELS cpu
 set_tests_properties(shim_opaque.abi PROPERTIES LABELS cpu
   ENVIRONMENT "NCCL_DEBUG=WARN;NCCL_LAMPORT_NCCL_PATH=$<TARGET_FILE:shim_fake_opaque_nccl>")
 
+# NCCL_LAMPORT_AUDIT_DEBUG prints decisions about NCCL libraries only: a program that loads none
+# (here `env` running `true`, two execs under the audit module) prints nothing of ours.
+find_program(NCCL_LAMPORT_ENV_PROGRAM env REQUIRED)
+add_test(NAME shim_audit.debug_silent_without_nccl COMMAND ${NCCL_LAMPORT_ENV_PROGRAM} true)
+set_tests_properties(shim_audit.debug_silent_without_nccl PROPERTIES LABELS cpu
+  ENVIRONMENT "LD_AUDIT=${_audit_so};NCCL_LAMPORT_AUDIT_DEBUG=1" FAIL_REGULAR_EXPRESSION "nccl-lamport-audit")
+
 # The tests that need the real libnccl.so.2 find it through the loader's search path, as the
 # programs they imitate do: the directory of the NCCL library the root CMakeLists found.
 if(NOT NCCL_LIBRARY)

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -80,18 +81,38 @@ class ConfigTest : public ::testing::Test {
   std::map<std::string, std::string> env_;
 };
 
+// The documented defaults, written out here (not read back from Config or the table): a changed
+// default must change this test and the README together.
 TEST_F(ConfigTest, DefaultsWithAnEmptyEnvironment) {
   const Config config = parse({});
-  const Config defaults;
   EXPECT_TRUE(config.enable);
   EXPECT_EQ(config.oneShotMaxBytes, 0u);
   EXPECT_EQ(config.workspaceMaxBytes, 64 * kMiB);
   EXPECT_EQ(config.timeoutMs, 600000u);
   EXPECT_EQ(config.ncclPath, "");
+  EXPECT_FALSE(config.auditDebug);
   EXPECT_TRUE(config.requireNvlink);
-  EXPECT_EQ(config.enable, defaults.enable);
-  EXPECT_EQ(config.workspaceMaxBytes, defaults.workspaceMaxBytes);
   EXPECT_TRUE(warnings().empty());
+}
+
+// A value set to something else than the default really moves away from it: the empty
+// environment's result above is the default, not a value that ignores the environment.
+TEST_F(ConfigTest, EmptyEnvironmentDiffersFromASetOne) {
+  const Config empty = parse({});
+  const Config set = parse({{"NCCL_LAMPORT_ENABLE", "0"},
+                            {"NCCL_LAMPORT_ONESHOT_MAX_BYTES", "1M"},
+                            {"NCCL_LAMPORT_WORKSPACE_MAX_BYTES", "2M"},
+                            {"NCCL_LAMPORT_TIMEOUT_MS", "7"},
+                            {"NCCL_LAMPORT_NCCL_PATH", "/x"},
+                            {"NCCL_LAMPORT_AUDIT_DEBUG", "1"},
+                            {"NCCL_LAMPORT_REQUIRE_NVLINK", "0"}});
+  EXPECT_NE(empty.enable, set.enable);
+  EXPECT_NE(empty.oneShotMaxBytes, set.oneShotMaxBytes);
+  EXPECT_NE(empty.workspaceMaxBytes, set.workspaceMaxBytes);
+  EXPECT_NE(empty.timeoutMs, set.timeoutMs);
+  EXPECT_NE(empty.ncclPath, set.ncclPath);
+  EXPECT_NE(empty.auditDebug, set.auditDebug);
+  EXPECT_NE(empty.requireNvlink, set.requireNvlink);
 }
 
 TEST_F(ConfigTest, UnrelatedVariablesAreIgnored) {
@@ -119,11 +140,11 @@ TEST_F(ConfigTest, EveryKnob) {
 }
 
 TEST_F(ConfigTest, BooleanSpellings) {
-  for (const char* yes : {"1", "true", "TRUE", "True", "yes", "YES"}) {
+  for (const char* yes : {"1", "true", "TRUE", "True", "yes", "YES", "on", "ON", "On"}) {
     EXPECT_TRUE(parse({{"NCCL_LAMPORT_ENABLE", yes}}).enable) << yes;
     EXPECT_TRUE(parse({{"NCCL_LAMPORT_REQUIRE_NVLINK", yes}}).requireNvlink) << yes;
   }
-  for (const char* no : {"0", "false", "FALSE", "no", "No"}) {
+  for (const char* no : {"0", "false", "FALSE", "no", "No", "off", "OFF", "Off"}) {
     EXPECT_FALSE(parse({{"NCCL_LAMPORT_ENABLE", no}}).enable) << no;
     EXPECT_FALSE(parse({{"NCCL_LAMPORT_REQUIRE_NVLINK", no}}).requireNvlink) << no;
   }
@@ -199,9 +220,6 @@ struct BadValueCase {
 TEST_F(ConfigTest, BadValuesKeepTheDefaultAndWarn) {
   const Config defaults;
   const BadValueCase cases[] = {
-      {"NCCL_LAMPORT_ENABLE", "2"},
-      {"NCCL_LAMPORT_ENABLE", "on"},
-      {"NCCL_LAMPORT_ENABLE", ""},
       {"NCCL_LAMPORT_ONESHOT_MAX_BYTES", "lots"},
       {"NCCL_LAMPORT_ONESHOT_MAX_BYTES", "-64K"},
       {"NCCL_LAMPORT_ONESHOT_MAX_BYTES", ""},
@@ -214,6 +232,7 @@ TEST_F(ConfigTest, BadValuesKeepTheDefaultAndWarn) {
       {"NCCL_LAMPORT_TIMEOUT_MS", ""},
       {"NCCL_LAMPORT_REQUIRE_NVLINK", "maybe"},
       {"NCCL_LAMPORT_REQUIRE_NVLINK", ""},
+      {"NCCL_LAMPORT_AUDIT_DEBUG", "2"},
   };
   for (const BadValueCase& c : cases) {
     SCOPED_TRACE(std::string(c.variable) + "=\"" + c.value + "\"");
@@ -224,17 +243,18 @@ TEST_F(ConfigTest, BadValuesKeepTheDefaultAndWarn) {
     EXPECT_EQ(config.workspaceMaxBytes, defaults.workspaceMaxBytes);
     EXPECT_EQ(config.timeoutMs, defaults.timeoutMs);
     EXPECT_EQ(config.requireNvlink, defaults.requireNvlink);
+    EXPECT_EQ(config.auditDebug, defaults.auditDebug);
     expectOneWarning(c.variable, c.value);
   }
 }
 
 TEST_F(ConfigTest, OneBadKnobDoesNotSpoilTheOthers) {
   const Config config = parse({
-      {"NCCL_LAMPORT_ENABLE", "bogus"},
+      {"NCCL_LAMPORT_REQUIRE_NVLINK", "bogus"},
       {"NCCL_LAMPORT_ONESHOT_MAX_BYTES", "256K"},
       {"NCCL_LAMPORT_TIMEOUT_MS", "nope"},
   });
-  EXPECT_TRUE(config.enable);
+  EXPECT_TRUE(config.requireNvlink);
   EXPECT_EQ(config.oneShotMaxBytes, 256 * kKiB);
   EXPECT_EQ(config.timeoutMs, 600000u);
   EXPECT_EQ(warnings().size(), 2u);
@@ -247,10 +267,52 @@ TEST_F(ConfigTest, EmptyPathIsTheDefault) {
 
 TEST_F(ConfigTest, NoWarningPrintedWhenLoggingIsOff) {
   setLogSettingsForTest(LogSettings{});  // NCCL_DEBUG unset
-  const Config config = parse({{"NCCL_LAMPORT_ENABLE", "bogus"}});
-  EXPECT_TRUE(config.enable);
+  const Config config = parse({{"NCCL_LAMPORT_REQUIRE_NVLINK", "bogus"}});
+  EXPECT_TRUE(config.requireNvlink);
   std::lock_guard<std::mutex> lock(gSinkMutex);
   EXPECT_TRUE(gSinkLines.empty());
+}
+
+// Issue 10 point 10: the A/B switch never fails open. An unknown value turns the path off, and the
+// WARN is printed even with NCCL_DEBUG unset.
+TEST_F(ConfigTest, UnknownEnableValueIsOffAndAlwaysWarns) {
+  for (const char* bad : {"2", "bogus", "", "enable", "-1", "0n"}) {
+    SCOPED_TRACE(std::string("NCCL_LAMPORT_ENABLE=\"") + bad + "\"");
+    for (int level : {int{kLogNone}, int{kLogWarn}}) {
+      LogSettings settings;
+      settings.level = level;
+      setLogSettingsForTest(settings);
+      clearLines();
+      EXPECT_FALSE(parse({{"NCCL_LAMPORT_ENABLE", bad}}).enable);
+      const std::vector<std::string> lines = warnings();
+      ASSERT_EQ(lines.size(), 1u) << "level " << level;
+      EXPECT_NE(lines[0].find(std::string("NCCL_LAMPORT_ENABLE=\"") + bad + "\""), std::string::npos) << lines[0];
+      EXPECT_NE(lines[0].find("OFF"), std::string::npos) << lines[0];
+    }
+  }
+}
+
+// Issue 10 point 3: a timeout beyond what the clocks can add (UINT64_MAX meant as "never") is
+// clamped to the documented maximum with a WARN, not taken as is.
+TEST_F(ConfigTest, TimeoutIsClampedToItsMaximum) {
+  EXPECT_EQ(kMaxTimeoutMs, 2592000000u);  // 30 days, as the README says
+  for (const char* huge : {"18446744073709551615", "9300000000000", "2592000001"}) {
+    SCOPED_TRACE(huge);
+    clearLines();
+    EXPECT_EQ(parse({{"NCCL_LAMPORT_TIMEOUT_MS", huge}}).timeoutMs, kMaxTimeoutMs);
+    const std::vector<std::string> lines = warnings();
+    ASSERT_EQ(lines.size(), 1u);
+    EXPECT_NE(lines[0].find("maximum 2592000000"), std::string::npos) << lines[0];
+  }
+  clearLines();
+  EXPECT_EQ(parse({{"NCCL_LAMPORT_TIMEOUT_MS", "2592000000"}}).timeoutMs, kMaxTimeoutMs);
+  EXPECT_TRUE(warnings().empty());
+  // What the clamp protects: the set-up's deadline and the kernel's nanosecond budget stay finite
+  // and in the future.
+  const auto now = std::chrono::steady_clock::now();
+  const auto deadline = now + std::chrono::milliseconds(kMaxTimeoutMs + 1000);
+  EXPECT_GT(deadline, now);
+  EXPECT_LT(kMaxTimeoutMs * 1000000ull, static_cast<uint64_t>(std::numeric_limits<int64_t>::max()));
 }
 
 TEST_F(ConfigTest, KnobTableListsEveryVariable) {
