@@ -26,11 +26,25 @@
 # always run on PyTorch's own NCCL.
 # Per-rank result files go to $RESULTS (default /tmp/nccl-lamport-results), not $OUT.
 # Prints one summary line per run, the time of each part, and "gpu_suite: N passed, M failed,
-# K skipped" (a part with nothing to run is SKIPPED, never PASS); exits 1 if any part failed, 2 if no NCCL to test was found (nothing ran). Every log is
+# K skipped" (a part with nothing to run is SKIPPED, never PASS); exits 1 if any part failed, 2 if no NCCL to test was found (nothing ran), 3 if
+# STAGE_DIR holds no staged build (nothing ran; the message says how to stage one). Every log is
 # packed into $OUT/logs.tgz.
 set -u
 STAGE=${1:-.device/stage}
 PARTS=${2:-gtest,bench,nccltests,torch,clients,pynccl,jax}
+if [ ! -f "$STAGE/lib/libnccl-lamport.so" ] || [ ! -f tests/gpu_suite.sh ]; then
+  {
+    [ -f tests/gpu_suite.sh ] || echo "gpu_suite: run me from the repository root (I use tests/clients/ and tests/gpu/)."
+    [ -f "$STAGE/lib/libnccl-lamport.so" ] || {
+      echo "gpu_suite: nothing staged: $STAGE/lib/libnccl-lamport.so does not exist."
+      echo "  Build, then stage the binaries (from the repository root):"
+      echo "    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j"
+      echo "    bash tests/stage_for_device.sh build $STAGE"
+      echo "  then run again: OUT=/tmp/out bash tests/gpu_suite.sh $STAGE [PARTS]"
+    }
+  } >&2
+  exit 3
+fi
 OUT=${OUT:-/tmp/nccl-lamport-out}
 RESULTS=${RESULTS:-/tmp/nccl-lamport-results}
 mkdir -p "$OUT"
