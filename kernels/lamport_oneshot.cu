@@ -39,17 +39,6 @@ namespace {
 
 using OneShotKernel = void (*)(const LamportOneShotArgs);
 
-size_t elementBytes(LamportDataType datatype) {
-  switch (datatype) {
-    case LamportDataType::kFloat32:
-      return 4;
-    case LamportDataType::kFloat16:
-    case LamportDataType::kBFloat16:
-      return 2;
-  }
-  return 0;
-}
-
 bool layoutValid(const LamportLayout& layout) {
   return layout.nRanks >= 2 && layout.nRanks <= kLamportMaxRanks && layout.slotBytes != 0 &&
          layout.slotBytes % kLamportVectorBytes == 0 &&
@@ -135,7 +124,7 @@ int maxResidentBlocks(OneShotKernel kernel, int variant) {
 }  // namespace
 
 cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t stream) {
-  const size_t elemBytes = elementBytes(args.datatype);
+  const size_t elemBytes = lamportElementBytes(args.datatype);
   const LamportLayout& layout = args.layout;
   if (elemBytes == 0 || !layoutValid(layout) || args.rank < 0 || args.rank >= layout.nRanks ||
       args.maxBlocks < 0 || args.count > layout.slotBytes / elemBytes) {
