@@ -205,9 +205,9 @@ class World {
   }
 
   /** Builds the ranks. Use ASSERT_NO_FATAL_FAILURE(world.init(...)). */
-  void init(int n, size_t ioBytes) {
+  void init(int n, size_t ioBytes, size_t slotBytes = kSlotBytes) {
     nRanks = n;
-    layout = LamportLayout{n, kSlotBytes};
+    layout = LamportLayout{n, slotBytes};
     this->ioBytes = ioBytes;
     const int gpus = gpuCount();
     bool onePerGpu = gpus >= n;
@@ -273,6 +273,8 @@ class World {
     a.errorFlag = errorDev + rank;
     a.timeoutNs = timeoutNs;
     a.maxBlocks = maxBlocks;
+    a.variant = variant;
+    a.blockThreads = blockThreads;
     return a;
   }
 
@@ -303,6 +305,8 @@ class World {
   LamportLayout layout{};
   size_t ioBytes = 0;
   int maxBlocks = 0;
+  LamportKernelVariant variant = LamportKernelVariant::kFast;
+  int blockThreads = 0;  // kFast only
   uint64_t timeoutNs = 20ull * 1000 * 1000 * 1000;  // a bug fails the test instead of hanging it
   std::vector<SimRank> ranks;
   uint32_t* errorHost = nullptr;
@@ -413,6 +417,19 @@ TEST(LamportLaunchValidation, RejectsBadArguments) {
   expectInvalid("missing peer", [](LamportOneShotArgs& a) { a.peerBases[3] = nullptr; });
   expectInvalid("negative maxBlocks", [](LamportOneShotArgs& a) { a.maxBlocks = -1; });
   expectInvalid("null sendbuff", [](LamportOneShotArgs& a) { a.count = 1, a.sendbuff = nullptr; });
+  expectInvalid("unknown kernel variant", [](LamportOneShotArgs& a) { a.variant = static_cast<LamportKernelVariant>(7); });
+  expectInvalid("baseline with a block size", [](LamportOneShotArgs& a) {
+    a.variant = LamportKernelVariant::kBaseline, a.blockThreads = 128;
+  });
+  expectInvalid("fast block size not a multiple of 32", [](LamportOneShotArgs& a) { a.blockThreads = 100; });
+  expectInvalid("fast block size above 512", [](LamportOneShotArgs& a) { a.blockThreads = 544; });
+  expectInvalid("fast block size below 32", [](LamportOneShotArgs& a) { a.blockThreads = 16; });
+  EXPECT_EQ(lamportOneShotGridBlocks([&] { LamportOneShotArgs a = good; a.blockThreads = 100; return a; }()), 0);
+  for (int threads : {32, 128, 256, 512}) {
+    LamportOneShotArgs a = good;
+    a.blockThreads = threads;
+    EXPECT_EQ(launchLamportOneShot(a, nullptr), cudaSuccess) << threads << " threads";
+  }
 
   EXPECT_EQ(launchLamportWorkspaceInit(nullptr, good.layout, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(launchLamportWorkspaceInit(fakeBase[0] + 1, good.layout, nullptr), cudaErrorInvalidValue);
@@ -616,6 +633,123 @@ TEST(GpuLamportOneShot, AbortFlagStopsTheWait) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(w.errorHost[0], static_cast<uint32_t>(kLamportAborted));
   EXPECT_LT(seconds, 5.0);
+}
+
+TEST(GpuLamportOneShot, BaselineVariantStaysCorrect) {
+  SKIP_WITHOUT_GPU();
+  World w;
+  ASSERT_NO_FATAL_FAILURE(w.init(2, kIoBytes));
+  std::mt19937 rng(31);
+  w.variant = LamportKernelVariant::kBaseline;
+  ASSERT_NO_FATAL_FAILURE(runBatch(w, randomCalls(50, rng, 70000), rng));
+  // Variants share the workspace format: switching between calls keeps the rotation consistent.
+  for (int i = 0; i < 6; ++i) {
+    w.variant = i % 2 ? LamportKernelVariant::kBaseline : LamportKernelVariant::kFast;
+    ASSERT_NO_FATAL_FAILURE(runBatch(w, randomCalls(20, rng, 70000), rng)) << "switch " << i;
+  }
+}
+
+TEST(GpuLamportOneShot, FastBlockSizesAndLargeMessages) {
+  SKIP_WITHOUT_GPU();
+  World w;
+  ASSERT_NO_FATAL_FAILURE(w.init(2, 4u << 20, 4u << 20));
+  w.maxBlocks = 0;  // the launcher's own residency bound (1/kLamportResidencyShare of the GPU)
+  std::mt19937 rng(8);
+  for (int threads : {32, 128, 256, 512}) {
+    w.blockThreads = threads;
+    std::vector<CallSpec> calls;
+    calls.push_back(CallSpec{LamportDataType::kBFloat16, LamportReduceOp::kSum, (4u << 20) / 2 - 64, 0, 0, false, Values::kRandom});
+    ASSERT_NO_FATAL_FAILURE(runBatch(w, calls, rng)) << threads << " threads";
+    calls = {CallSpec{LamportDataType::kFloat32, LamportReduceOp::kAvg, 300001, 2, 6, false, Values::kRandom},
+             CallSpec{LamportDataType::kFloat16, LamportReduceOp::kSum, 77777, 0, 2, true, Values::kSpecial}};
+    ASSERT_NO_FATAL_FAILURE(runBatch(w, calls, rng)) << threads << " threads";
+  }
+}
+
+/** Fills rank r's input of call c (at the start of its send buffer) and poisons its output. */
+std::vector<std::vector<uint8_t>> prepareCall(World& w, const CallSpec& c, std::mt19937& rng) {
+  std::vector<std::vector<uint8_t>> inputs;
+  for (int r = 0; r < w.nRanks; ++r) {
+    SimRank& k = w.ranks[r];
+    cudaSetDevice(k.device);
+    inputs.push_back(makeInput(c.type, c.count, c.values, rng));
+    EXPECT_EQ(cudaMemcpy(k.send, inputs[r].data(), inputs[r].size(), cudaMemcpyHostToDevice), cudaSuccess);
+    EXPECT_EQ(cudaMemset(k.recv, 0xff, c.count * elemBytes(c.type) + kPad), cudaSuccess);
+  }
+  return inputs;
+}
+
+void checkPrepared(World& w, const CallSpec& c, const std::vector<std::vector<uint8_t>>& inputs) {
+  std::vector<std::vector<uint8_t>> outs(w.nRanks);
+  for (int r = 0; r < w.nRanks; ++r) {
+    outs[r].resize(c.count * elemBytes(c.type) + kPad);
+    CUDA_ASSERT(cudaSetDevice(w.ranks[r].device));
+    CUDA_ASSERT(cudaMemcpy(outs[r].data(), w.ranks[r].recv, outs[r].size(), cudaMemcpyDeviceToHost));
+  }
+  ASSERT_NO_FATAL_FAILURE(checkCall(c, inputs, outs, 0));
+}
+
+/**
+ * Issue 10 point 1: two communicators A and C over the same two ranks, each on its own streams,
+ * large allreduces issued A-then-C on rank 0 and C-then-A on rank 1, the grids sized by the
+ * launcher alone (no test cap). With full-residency grids the first kernel fills the GPU and the
+ * others never get an SM, so every kernel waits until its timeout
+ * (BaselineFullResidencyGridsDeadlockTwoCommunicators shows it). The default kernel takes a bounded
+ * share of the device, so all four are co-resident and the calls finish.
+ */
+void runOppositeOrder(LamportKernelVariant variant, size_t bytes, uint64_t timeoutNs, bool expectOk) {
+  World a, c;
+  ASSERT_NO_FATAL_FAILURE(a.init(2, bytes + kPad, bytes));
+  ASSERT_NO_FATAL_FAILURE(c.init(2, bytes + kPad, bytes));
+  for (World* w : {&a, &c}) {
+    w->maxBlocks = 0;
+    w->variant = variant;
+    w->timeoutNs = timeoutNs;
+  }
+  std::mt19937 rng(static_cast<unsigned>(bytes));
+  const CallSpec spec{LamportDataType::kBFloat16, LamportReduceOp::kSum, bytes / 2};
+  const auto inA = prepareCall(a, spec, rng);
+  const auto inC = prepareCall(c, spec, rng);
+  auto launch = [&](World& w, int rank) {
+    w.launch(rank, w.args(rank, w.ranks[rank].send, w.ranks[rank].recv, spec));
+  };
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_NO_FATAL_FAILURE(launch(a, 0));  // rank 0: A then C
+  ASSERT_NO_FATAL_FAILURE(launch(c, 1));  // rank 1: C then A
+  ASSERT_NO_FATAL_FAILURE(launch(c, 0));
+  ASSERT_NO_FATAL_FAILURE(launch(a, 1));
+  ASSERT_NO_FATAL_FAILURE(a.syncAll());
+  ASSERT_NO_FATAL_FAILURE(c.syncAll());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  uint32_t errors = 0;
+  for (World* w : {&a, &c}) {
+    for (int r = 0; r < 2; ++r) errors |= w->errorHost[r];
+  }
+  if (expectOk) {
+    EXPECT_EQ(errors, 0u) << bytes << " bytes: a kernel gave up after " << seconds << " s (deadlock)";
+    ASSERT_NO_FATAL_FAILURE(checkPrepared(a, spec, inA));
+    ASSERT_NO_FATAL_FAILURE(checkPrepared(c, spec, inC));
+  } else {
+    EXPECT_NE(errors, 0u) << "the baseline's full-residency grids were expected to deadlock";
+  }
+}
+
+TEST(GpuLamportOneShot, TwoCommunicatorsInOppositeOrderDoNotDeadlock) {
+  SKIP_WITHOUT_GPU();
+  for (size_t bytes : {size_t{4} << 20, size_t{8} << 20, size_t{16} << 20}) {
+    ASSERT_NO_FATAL_FAILURE(runOppositeOrder(LamportKernelVariant::kFast, bytes, 5ull * 1000 * 1000 * 1000, true))
+        << bytes << " bytes";
+  }
+}
+
+// The test above is able to fail: the same scenario with the launcher of 2026-12-01 (kBaseline,
+// full-residency grids) deadlocks until the (short) timeout. Only meaningful with both ranks on
+// one GPU, where one grid fills the device.
+TEST(GpuLamportOneShot, BaselineFullResidencyGridsDeadlockTwoCommunicators) {
+  SKIP_WITHOUT_GPU();
+  if (gpuCount() >= 2) GTEST_SKIP() << "needs both ranks on one GPU";
+  ASSERT_NO_FATAL_FAILURE(runOppositeOrder(LamportKernelVariant::kBaseline, size_t{8} << 20,
+                                           1000ull * 1000 * 1000, false));
 }
 
 // ---------------------------------------------------------------------------------------------
