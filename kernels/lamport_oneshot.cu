@@ -41,17 +41,6 @@ namespace {
 
 using OneShotKernel = void (*)(const LamportOneShotArgs);
 
-size_t elementBytes(LamportDataType datatype) {
-  switch (datatype) {
-    case LamportDataType::kFloat32:
-      return 4;
-    case LamportDataType::kFloat16:
-    case LamportDataType::kBFloat16:
-      return 2;
-  }
-  return 0;
-}
-
 bool layoutValid(const LamportLayout& layout) {
   return layout.nRanks >= 2 && layout.nRanks <= kLamportMaxRanks && layout.slotBytes != 0 &&
          layout.slotBytes % kLamportVectorBytes == 0 &&
@@ -198,7 +187,7 @@ namespace {
 
 /** The checks of launchLamportOneShot that need no CUDA call; false = cudaErrorInvalidValue. */
 bool argsValid(const LamportOneShotArgs& args, const LaunchShape& shape) {
-  const size_t elemBytes = elementBytes(args.datatype);
+  const size_t elemBytes = lamportElementBytes(args.datatype);
   const LamportLayout& layout = args.layout;
   if (elemBytes == 0 || !layoutValid(layout) || args.rank < 0 || args.rank >= layout.nRanks ||
       args.maxBlocks < 0 || args.count > layout.slotBytes / elemBytes || shape.kernel == nullptr) {
@@ -217,7 +206,7 @@ bool argsValid(const LamportOneShotArgs& args, const LaunchShape& shape) {
  */
 size_t gridBlocks(const LamportOneShotArgs& args, const LaunchShape& shape) {
   const size_t nVectors =
-      (args.count * elementBytes(args.datatype) + kLamportVectorBytes - 1) / kLamportVectorBytes;
+      (args.count * lamportElementBytes(args.datatype) + kLamportVectorBytes - 1) / kLamportVectorBytes;
   size_t blocks = (nVectors + shape.dataThreads - 1) / shape.dataThreads;
   int limit = maxResidentBlocks(shape.kernel, shape.cacheIndex, shape.blockThreads);
   if (args.variant != LamportKernelVariant::kBaseline) limit = limit / kLamportResidencyShare;

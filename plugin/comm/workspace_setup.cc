@@ -18,6 +18,7 @@
 
 #include "kernels/lamport_allreduce.h"
 #include "plugin/comm/comm_registry.h"
+#include "plugin/comm/comm_teardown.h"
 #include "common/config.h"
 #include "plugin/comm/cuda_guards.h"
 #include "plugin/transport/fd_exchange.h"

@@ -22,12 +22,11 @@ namespace nccl_lamport {
 
 namespace {
 
+// Only called for datatypes routeAllReduce accepted, which lamportDataTypeOf maps.
 LamportDataType toLamportType(ncclDataType_t datatype) {
-  switch (datatype) {
-    case ncclFloat16: return LamportDataType::kFloat16;
-    case ncclBfloat16: return LamportDataType::kBFloat16;
-    default: return LamportDataType::kFloat32;
-  }
+  LamportDataType type = LamportDataType::kFloat32;
+  lamportDataTypeOf(datatype, &type);
+  return type;
 }
 
 /**

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "plugin/comm/comm_registry.h"
+#include "plugin/comm/comm_teardown.h"
 #include "common/config.h"
 #include "plugin/comm/deferred_setup.h"
 #include "plugin/abi/export.h"

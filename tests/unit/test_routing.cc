@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "kernels/lamport_allreduce.h"
 #include "tuner/routing.h"
 
 namespace nccl_lamport {
@@ -49,6 +50,25 @@ TEST(RoutingTest, ElementSizes) {
 #endif
   EXPECT_EQ(lamportElementSize(static_cast<ncclDataType_t>(-1)), 0u);
   EXPECT_EQ(lamportElementSize(static_cast<ncclDataType_t>(1000)), 0u);
+}
+
+// The one NCCL -> kernel datatype mapping, and element sizes from the kernels' own table.
+TEST(RoutingTest, DataTypeMapping) {
+  LamportDataType type = LamportDataType::kFloat32;
+  ASSERT_TRUE(lamportDataTypeOf(ncclFloat16, &type));
+  EXPECT_EQ(type, LamportDataType::kFloat16);
+  ASSERT_TRUE(lamportDataTypeOf(ncclBfloat16, &type));
+  EXPECT_EQ(type, LamportDataType::kBFloat16);
+  ASSERT_TRUE(lamportDataTypeOf(ncclFloat32, &type));
+  EXPECT_EQ(type, LamportDataType::kFloat32);
+  type = LamportDataType::kBFloat16;
+  EXPECT_FALSE(lamportDataTypeOf(ncclInt32, &type));
+  EXPECT_FALSE(lamportDataTypeOf(ncclFloat64, &type));
+  EXPECT_EQ(type, LamportDataType::kBFloat16);  // untouched
+  EXPECT_EQ(lamportElementBytes(LamportDataType::kFloat32), 4u);
+  EXPECT_EQ(lamportElementBytes(LamportDataType::kFloat16), 2u);
+  EXPECT_EQ(lamportElementBytes(LamportDataType::kBFloat16), 2u);
+  EXPECT_EQ(lamportElementBytes(static_cast<LamportDataType>(9)), 0u);
 }
 
 TEST(RoutingTest, EveryDatatype) {
