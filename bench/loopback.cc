@@ -87,7 +87,10 @@ class LoopbackWorld {
     a.abortFlag = flagsDev_ + nRanks_ + r;
     a.errorFlag = flagsDev_ + r;
     a.timeoutNs = kKernelTimeoutNs;
-    a.variant = v.baseline ? LamportKernelVariant::kBaseline : LamportKernelVariant::kFast;
+    a.variant = v.baseline  ? LamportKernelVariant::kBaseline
+                : v.twoShot ? LamportKernelVariant::kTwoShot
+                            : LamportKernelVariant::kFast;
+    a.residencyShare = v.residencyShare;
     a.blockThreads = v.baseline ? 0 : v.blockThreads;
     a.disablePdl = v.pdl ? 0 : 1;
     // All N ranks' grids (and, with PDL, each stream's early-launched next grid) must be resident

@@ -31,7 +31,8 @@ std::vector<LoopbackVariant> loopbackVariants(int nRanks) {
   v.push_back({"fast-nopdl", false, false, 0, false});
   v.push_back({"fast-t256", false, false, 256, true});
   v.push_back({"fast-t512", false, false, 512, true});
-  (void)nRanks;  // the two-shot variant joins here at nRanks >= 4 once it exists
+  v.push_back({"fast-full", false, false, 0, true, 1});
+  if (nRanks >= 4) v.push_back({"twoshot", false, true, 0, true});
   return v;
 }
 
@@ -132,7 +133,7 @@ nlohmann::json loopbackJson(const LoopbackInfo& info, const std::vector<Loopback
   nlohmann::json vs = nlohmann::json::array();
   for (const LoopbackVariant& v : variants) {
     vs.push_back({{"name", v.name}, {"baseline", v.baseline}, {"twoShot", v.twoShot},
-                  {"blockThreads", v.blockThreads}, {"pdl", v.pdl}});
+                  {"blockThreads", v.blockThreads}, {"pdl", v.pdl}, {"residencyShare", v.residencyShare}});
   }
   doc["variants"] = vs;
   nlohmann::json rs = nlohmann::json::array();

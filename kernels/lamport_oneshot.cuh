@@ -83,7 +83,7 @@ constexpr uint64_t kWaiterGiveUp = ~0ull;
  * ~200k reads per check round); the other lanes learn of an abort through the block flag at their
  * next check.
  */
-__device__ __noinline__ uint64_t waiterCheck(const volatile uint32_t* abortFlag,
+static __device__ __noinline__ uint64_t waiterCheck(const volatile uint32_t* abortFlag,
                                              uint32_t* errorFlag, uint64_t timeoutNs,
                                              uint64_t startNs, int* blockGaveUp) {
   if (atomicOr(blockGaveUp, 0) != 0) return kWaiterGiveUp;

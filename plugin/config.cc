@@ -15,6 +15,7 @@ namespace {
 
 constexpr const char* kEnable = "NCCL_LAMPORT_ENABLE";
 constexpr const char* kOneShotMax = "NCCL_LAMPORT_ONESHOT_MAX_BYTES";
+constexpr const char* kTwoShotMax = "NCCL_LAMPORT_TWOSHOT_MAX_BYTES";
 constexpr const char* kWorkspaceMax = "NCCL_LAMPORT_WORKSPACE_MAX_BYTES";
 constexpr const char* kTimeout = "NCCL_LAMPORT_TIMEOUT_MS";
 constexpr const char* kNcclPath = "NCCL_LAMPORT_NCCL_PATH";
@@ -32,6 +33,7 @@ const std::vector<KnobInfo>& knobTable() {
   static const std::vector<KnobInfo> table = {
       {kEnable, "1", "bool"},
       {kOneShotMax, "0 (built-in table)", "bytes"},
+      {kTwoShotMax, "0 (built-in table: off)", "bytes"},
       {kWorkspaceMax, "64M", "bytes"},
       {kTimeout, "600000", "ms"},
       {kNcclPath, "unset", "path"},
@@ -93,6 +95,14 @@ Config parseConfig(const EnvLookup& env) {
       config.oneShotMaxBytes = bytes;
     } else {
       warnBad(kOneShotMax, v, "a byte count such as 65536, 64K or 8M");
+    }
+  }
+  if (const char* v = env(kTwoShotMax)) {
+    size_t bytes = 0;
+    if (parseByteSize(v, &bytes)) {
+      config.twoShotMaxBytes = bytes;
+    } else {
+      warnBad(kTwoShotMax, v, "a byte count such as 1M or 8M");
     }
   }
   if (const char* v = env(kWorkspaceMax)) {

@@ -20,6 +20,10 @@ struct Config {
    *  0 = the built-in table for the communicator's nRanks (tuner/routing.cc; one table for every
    *  GPU architecture until others are measured). */
   size_t oneShotMaxBytes = 0;
+  /** NCCL_LAMPORT_TWOSHOT_MAX_BYTES: at 4 or more ranks, messages above the one-shot crossover and
+   *  up to this many bytes take the two-shot kernel; clamped to what the workspace slot holds
+   *  (nRanks / 2 slots); 0 = the built-in table (tuner/routing.cc: off until measured). */
+  size_t twoShotMaxBytes = 0;
   /** NCCL_LAMPORT_WORKSPACE_MAX_BYTES: cap on one rank's Lamport workspace per communicator. */
   size_t workspaceMaxBytes = size_t{64} << 20;
   /** NCCL_LAMPORT_TIMEOUT_MS: how long a kernel waits for its peers before it gives up and the
