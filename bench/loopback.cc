@@ -42,6 +42,8 @@ class LoopbackWorld {
     layout_ = LamportLayout{nRanks, (maxBytes + kLamportVectorBytes - 1) / kLamportVectorBytes * kLamportVectorBytes};
     ioBytes_ = layout_.slotBytes + kGuardBytes;
     ranks_.resize(nRanks);
+    // Modules loaded and grid limits cached before anything is captured (as the plugin does).
+    BENCH_CUDA(lamportPrepareKernels(nRanks));
     BENCH_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&flagsHost_), 2 * nRanks * sizeof(uint32_t),
                              cudaHostAllocMapped | cudaHostAllocPortable));
     std::memset(flagsHost_, 0, 2 * nRanks * sizeof(uint32_t));

@@ -31,7 +31,7 @@ struct LoopbackVariant {
 /**
  * The variants of a loopback run at nRanks, baseline first (the ratios are baseline / variant):
  * baseline, fast, fast without PDL, fast with 256 and 512 data threads, fast without the
- * residency bound of issue 10.1 (fast-full: what the bound costs), and two-shot where nRanks >= 4.
+ * residency bound of issue 10.1 (fast-nobound: what the bound costs), and two-shot where nRanks >= 4.
  */
 [[nodiscard]] std::vector<LoopbackVariant> loopbackVariants(int nRanks);
 

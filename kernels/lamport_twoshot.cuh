@@ -32,6 +32,38 @@ namespace nccl_lamport {
 namespace twoshot {
 
 /**
+ * Stage 1 for chunk index i: vector i of every chunk c != rank to rank c's scatter region (slot
+ * of this rank). All loads of a batch are issued before its stores, so their latencies overlap
+ * (the volatile stores keep the compiler from hoisting a later load above them).
+ */
+template <typename Codec, int NRANKS>
+__device__ __forceinline__ void scatterVector(const LamportOneShotArgs& args, int nRanks, size_t bytes,
+                                              uint32_t nVectors, uint32_t chunkVectors, uint32_t i,
+                                              size_t bufferOffset) {
+  constexpr int kBatch = NRANKS > 0 ? NRANKS - 1 : kLamportPollChunk;
+  const int rank = args.rank;
+  const size_t offset = bufferOffset + static_cast<size_t>(i) * kLamportVectorBytes;
+  for (int first = 1; first < nRanks; first += kBatch) {
+    LamportVec x[kBatch];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int k = first + b;
+      const int c = rank + k < nRanks ? rank + k : rank + k - nRanks;
+      const uint32_t v = static_cast<uint32_t>(c) * chunkVectors + i;
+      x[b] = k < nRanks && v < nVectors ? oneshot::loadInput<Codec>(args.sendbuff, bytes, v) : lamportEmptyVec();
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int k = first + b;
+      const int c = rank + k < nRanks ? rank + k : rank + k - nRanks;
+      if (k < nRanks && static_cast<uint32_t>(c) * chunkVectors + i < nVectors) {
+        lamportStoreVolatile(args.peerBases[c] + offset + oneshot::slotIndex(c, rank) * args.layout.slotBytes, x[b]);
+      }
+    }
+  }
+}
+
+/**
  * Waits for the reduced vector i of every owner c != rank in our gather region and stores it at
  * vector c * chunkVectors + i of recvbuff. `vec` = our buffer + chunkBytes + i * 16.
  */
@@ -107,11 +139,7 @@ __global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
   const size_t slotBytes = args.layout.slotBytes;
   const uint32_t ownFirstVector = static_cast<uint32_t>(rank) * chunkVectors;
 
-  if (threadIdx.x == dataThreads) {
-    const LamportVec s = lamportLoadVolatile(ownBase);
-    sState = LamportDeviceState{s.w[0], s.w[1], s.w[2], s.w[3]};
-    sGaveUp = 0;
-  }
+  if (threadIdx.x == dataThreads) oneshot::controlSnapshot(ownBase, &sState, &sGaveUp);
   const uint32_t tid = blockIdx.x * dataThreads + threadIdx.x;
   const uint32_t stride = gridDim.x * dataThreads;
   const bool ownValid = !control && tid < chunkVectors && ownFirstVector + tid < nVectors;
@@ -120,17 +148,8 @@ __global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
   __syncthreads();
   const uint32_t bufferIndex = sState.bufferIndex;
 
-  if (control) {
-    if (threadIdx.x == dataThreads) {
-      const bool last =
-          gridDim.x == 1 || oneshot::atomicAddAcqRelGpu(&reinterpret_cast<LamportDeviceState*>(ownBase)->arrivedBlocks,
-                                                        1u) == gridDim.x - 1;
-      if (last) {
-        const LamportVec next{{lamportNextBuffer(bufferIndex), static_cast<uint32_t>(2 * chunkBytes), 0u,
-                               sState.roundsDone + 1u}};
-        lamportStoreVolatile(ownBase, next);
-      }
-    }
+  if (control) {  // the arrival; this round dirties a scatter and a gather chunk per slot
+    if (threadIdx.x == dataThreads) oneshot::controlArrive(ownBase, sState, static_cast<uint32_t>(2 * chunkBytes));
     oneshot::gridLaunchDependents();
     return;
   }
@@ -140,28 +159,12 @@ __global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
 
   // ---- 1. Scatter: vector i of chunk c to rank c ------------------------------------------------
   for (uint32_t i = tid; i < chunkVectors; i += stride) {
-    for (int k = 1; k < nRanks; ++k) {
-      const int c = rank + k < nRanks ? rank + k : rank + k - nRanks;
-      const uint32_t v = static_cast<uint32_t>(c) * chunkVectors + i;
-      if (v >= nVectors) continue;
-      lamportStoreVolatile(args.peerBases[c] + bufferOffset + oneshot::slotIndex(c, rank) * slotBytes +
-                               static_cast<size_t>(i) * kLamportVectorBytes,
-                           oneshot::loadInput<Codec>(args.sendbuff, bytes, v));
-    }
+    twoshot::scatterVector<Codec, NRANKS>(args, nRanks, bytes, nVectors, chunkVectors, i, bufferOffset);
   }
   oneshot::gridLaunchDependents();
 
   // ---- 2. Clear the previous round's buffer (only what it dirtied) -----------------------------
-  if (dirtyVectors != 0) {
-    char* const clearBase = ownBase + args.layout.bufferOffset(static_cast<int>(lamportBufferToClear(bufferIndex)));
-    const LamportVec empty = lamportEmptyVec();
-    for (int s = 0; s < nRanks - 1; ++s) {
-      char* const slot = clearBase + static_cast<size_t>(s) * slotBytes;
-      for (uint32_t c = tid; c < dirtyVectors; c += stride) {
-        lamportStoreWeak(slot + static_cast<size_t>(c) * kLamportVectorBytes, empty);
-      }
-    }
-  }
+  oneshot::clearPreviousBuffer(ownBase, args.layout, bufferIndex, dirtyVectors, nRanks, tid, stride);
 
   // ---- 3. Reduce our chunk, publish it to every peer's gather region and to recvbuff -----------
   oneshot::Waiter waiter{args.abortFlag, args.errorFlag, args.timeoutNs, 0, 0, false};
