@@ -13,8 +13,11 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclLamportGetAllReducePath(ncclComm_t comm, si
                                                              ncclRedOp_t op, ncclLamportPath_t* path) {
   if (path == nullptr) return ncclInvalidArgument;
   const std::shared_ptr<LamportComm> lc = comm != nullptr ? CommRegistry::instance().find(comm) : nullptr;
-  *path = pathFor(lc.get(), count, datatype, op) == AllReducePath::kLamportOneShot ? ncclLamportPathOneShot
-                                                                              : ncclLamportPathNccl;
+  switch (pathFor(lc.get(), count, datatype, op)) {
+    case AllReducePath::kLamportOneShot: *path = ncclLamportPathOneShot; break;
+    case AllReducePath::kLamportTwoShot: *path = ncclLamportPathTwoShot; break;
+    default: *path = ncclLamportPathNccl; break;
+  }
   return ncclSuccess;
 }
 

@@ -392,6 +392,8 @@ void publish(SetupState& s, bool allOk) {
     // The agreed slot (minimum over ranks) is the crossover: identical on every rank even if
     // their environments differ, so no two ranks route one call differently.
     lc.table.oneShotMaxBytes = lc.launchTemplate.layout.slotBytes;
+    lc.table.twoShotMaxBytes = agreedTwoShotMaxBytes(lc.nRanks, s.smArch, globalConfig().twoShotMaxBytes,
+                                                     lc.table.oneShotMaxBytes, lc.launchTemplate.layout.slotBytes);
     lc.eligible = true;
     lc.reason = "Lamport one-shot up to " + std::to_string(lc.table.oneShotMaxBytes) + " bytes";
     LAMPORT_INFO(kSubsysInit,

@@ -62,9 +62,9 @@ void orderAfterPreviousStream(LamportComm& lc, cudaStream_t stream) {
   }
 }
 
-/** Runs one allreduce on the Lamport kernel of lc, on lc's device, leaving the caller's current
- *  device as it was. */
-ncclResult_t launchOneShot(LamportComm& lc, const void* sendbuff, void* recvbuff, size_t count,
+/** Runs one allreduce on the Lamport kernel of `path` (one-shot or two-shot) of lc, on lc's
+ *  device, leaving the caller's current device as it was. */
+ncclResult_t launchLamport(LamportComm& lc, AllReducePath path, const void* sendbuff, void* recvbuff, size_t count,
                            ncclDataType_t datatype, ncclRedOp_t op, cudaStream_t stream) {
   ncclResult_t asyncError = lamportAsyncError(lc);
   if (asyncError != ncclSuccess) return asyncError;
@@ -75,6 +75,7 @@ ncclResult_t launchOneShot(LamportComm& lc, const void* sendbuff, void* recvbuff
   args.count = count;
   args.datatype = toLamportType(datatype);
   args.op = op == ncclAvg ? LamportReduceOp::kAvg : LamportReduceOp::kSum;
+  args.variant = path == AllReducePath::kLamportTwoShot ? LamportKernelVariant::kTwoShot : LamportKernelVariant::kFast;
 
   cudaError_t err;
   {
@@ -89,9 +90,9 @@ ncclResult_t launchOneShot(LamportComm& lc, const void* sendbuff, void* recvbuff
   }
   lc.lamportCalls.fetch_add(1, std::memory_order_relaxed);
   // Like NCCL's own per-collective line: INFO, subsystem COLL (NCCL_DEBUG_SUBSYS=COLL shows it).
-  LAMPORT_INFO(kSubsysColl, "AllReduce comm %p rank %d count %zu datatype %d op %d stream %p: Lamport one-shot",
+  LAMPORT_INFO(kSubsysColl, "AllReduce comm %p rank %d count %zu datatype %d op %d stream %p: Lamport %s",
                static_cast<void*>(lc.comm), lc.rank, count, static_cast<int>(datatype), static_cast<int>(op),
-               static_cast<void*>(stream));
+               static_cast<void*>(stream), path == AllReducePath::kLamportTwoShot ? "two-shot" : "one-shot");
   return ncclSuccess;
 }
 
@@ -135,10 +136,10 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvb
   }
   if (lc == nullptr) return real(sendbuff, recvbuff, count, datatype, op, comm, stream);
   // Null buffers are invalid arguments: NCCL reports them with its own code and message.
-  if (pathFor(lc.get(), count, datatype, op) != AllReducePath::kLamportOneShot || sendbuff == nullptr ||
-      recvbuff == nullptr) {
+  const AllReducePath path = pathFor(lc.get(), count, datatype, op);
+  if (path == AllReducePath::kNccl || sendbuff == nullptr || recvbuff == nullptr) {
     lc->ncclCalls.fetch_add(1, std::memory_order_relaxed);
     return real(sendbuff, recvbuff, count, datatype, op, comm, stream);
   }
-  return launchOneShot(*lc, sendbuff, recvbuff, count, datatype, op, stream);
+  return launchLamport(*lc, path, sendbuff, recvbuff, count, datatype, op, stream);
 }
