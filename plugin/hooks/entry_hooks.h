@@ -1,0 +1,74 @@
+// Inline hooks on the exported entry points of a loaded library (tuner activation, SPEC 4a):
+// the first bytes of each entry become a jump to a replacement function, and a trampoline (the
+// relocated first instructions followed by a jump back) still runs the original. Every caller
+// reaches the replacement, however it found the function: through the PLT, a pointer it took
+// earlier, or a dlsym on a handle.
+//
+// All or nothing: install() first decodes every entry, allocates every trampoline and makes
+// every entry page writable; only when all of that succeeded does it write a single byte, and
+// writing cannot fail after that. Any failure leaves every entry as it was.
+//
+// Writing while other threads call the entries (the order UCX's "bistro" uses): a 2-byte jump to
+// itself goes in first (threads that arrive spin on it), then the other bytes of the jump, then
+// the first two bytes; each step is followed by a core-serialising membarrier(2) (a short sleep
+// where the kernel lacks it), and the first by a grace period for threads already past the first
+// instruction. What this cannot exclude: a thread descheduled for longer than the grace period
+// between two of the overwritten instructions (the same limit as UCX's).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace nccl_lamport::hooks {
+
+/** One entry point to hook. */
+struct EntryHook {
+  const char* name = nullptr;   // for log lines and errors
+  void* entry = nullptr;        // the function's address in the loaded library
+  void* replacement = nullptr;  // where callers go from now on
+  void* original = nullptr;     // out: the trampoline that runs the original function
+  /** Optional: receives the trampoline (a release store) before the entry jump is written, so a
+   *  replacement that reads it never sees null. Untouched when install() fails. */
+  void** publishOriginal = nullptr;
+};
+
+/**
+ * A set of hooks installed together. The object owns the trampoline pages; the hooks stay until
+ * remove() (in production never: the object that holds the replacements pins itself in memory).
+ * Not thread-safe itself: install and remove from one thread at a time.
+ */
+class EntryHookSet {
+ public:
+  EntryHookSet() = default;
+  EntryHookSet(const EntryHookSet&) = delete;
+  EntryHookSet& operator=(const EntryHookSet&) = delete;
+  ~EntryHookSet() = default;  // deliberately leaves installed hooks (and their pages) in place
+
+  /**
+   * Installs every hook in `hooks` (filling in each `original`), or none. Returns false with a
+   * reason naming the entry in *why when an entry cannot be relocated, no trampoline page fits
+   * within +-2 GiB of it, or mprotect refuses to make its page writable; nothing is then
+   * changed. Fails when this set is already installed. x86-64 only (false elsewhere).
+   */
+  bool install(std::vector<EntryHook>& hooks, std::string* why);
+
+  /** Restores every entry's original bytes (same safe order). The trampoline pages stay mapped
+   *  (a caller may still run in one). False when a page could not be made writable again (the
+   *  hooks then stay). */
+  bool remove(std::string* why);
+
+  [[nodiscard]] bool installed() const { return !patches_.empty(); }
+
+ private:
+  struct Patch {
+    uint8_t* site = nullptr;
+    std::vector<uint8_t> saved;    // the original bytes at site
+    std::vector<uint8_t> written;  // the jump
+  };
+  std::vector<Patch> patches_;
+  std::vector<void*> pages_;  // trampoline pages (one per +-2 GiB neighbourhood)
+};
+
+}  // namespace nccl_lamport::hooks
