@@ -19,6 +19,7 @@ constexpr const char* kWorkspaceMax = "NCCL_LAMPORT_WORKSPACE_MAX_BYTES";
 constexpr const char* kTimeout = "NCCL_LAMPORT_TIMEOUT_MS";
 constexpr const char* kNcclPath = "NCCL_LAMPORT_NCCL_PATH";
 constexpr const char* kRequireNvlink = "NCCL_LAMPORT_REQUIRE_NVLINK";
+constexpr const char* kTunerHooks = "NCCL_LAMPORT_TUNER_HOOKS";
 // Read by the LD_AUDIT module (plugin/ld_audit.c), not here: listed for the README check only.
 constexpr const char* kAuditDebug = "NCCL_LAMPORT_AUDIT_DEBUG";
 
@@ -37,6 +38,7 @@ const std::vector<KnobInfo>& knobTable() {
       {kNcclPath, "unset", "path"},
       {kAuditDebug, "0", "bool"},
       {kRequireNvlink, "1", "bool"},
+      {kTunerHooks, "0", "bool"},
   };
   return table;
 }
@@ -114,6 +116,9 @@ Config parseConfig(const EnvLookup& env) {
   if (const char* v = env(kNcclPath)) config.ncclPath = v;
   if (const char* v = env(kRequireNvlink)) {
     if (!parseBool(v, &config.requireNvlink)) warnBad(kRequireNvlink, v, "0 or 1");
+  }
+  if (const char* v = env(kTunerHooks)) {
+    if (!parseBool(v, &config.tunerHooks)) warnBad(kTunerHooks, v, "0 or 1");
   }
   return config;
 }

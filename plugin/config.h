@@ -30,6 +30,10 @@ struct Config {
   std::string ncclPath;
   /** NCCL_LAMPORT_REQUIRE_NVLINK: 0 accepts any P2P-capable pair (for PCIe testing only). */
   bool requireNvlink = true;
+  /** NCCL_LAMPORT_TUNER_HOOKS: 1 lets a process that loaded us only as NCCL's tuner (NCCL 2.28+)
+   *  install the entry hooks of SPEC 4a. Default 0 until the workspace set-up inside the tuner's
+   *  init exists: until then hooked communicators all stay on NCCL, so hooking only adds risk. */
+  bool tunerHooks = false;
 };
 
 /** One knob's documentation, for the README check and --help style listings. */

@@ -14,6 +14,7 @@
 #include "plugin/config.h"
 #include "plugin/deferred_setup.h"
 #include "plugin/export.h"
+#include "plugin/hooks/tuner_activation.h"
 #include "plugin/interpose_state.h"
 #include "plugin/log.h"
 #include "plugin/real_nccl.h"
@@ -49,6 +50,9 @@ bool isBlocking(const ncclConfig_t* config, bool whenNoConfig) {
 /** What every init/split wrapper does once NCCL returned: set up now, later, or never. */
 void onCommCreated(ncclResult_t result, ncclComm_t comm, bool blocking) {
   if (comm == nullptr || (result != ncclSuccess && result != ncclInProgress)) return;
+  // Tuner activation: these set-up points are not the same on every rank in that mode (a rank's
+  // first communicator was created before its hooks); the comm is bound at its first call.
+  if (tunerHooksInstalled()) return;
   if (!blocking) {
     if (tGroupDepth > 0) {
       tNonBlockingCreatedInGroup.push_back(comm);
@@ -157,6 +161,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, co
   ncclResult_t result = real(comms, ndev, devlist);
   if ((result != ncclSuccess && result != ncclInProgress) || comms == nullptr) return result;
   std::vector<ncclComm_t> created(comms, comms + ndev);
+  if (tunerHooksInstalled()) return result;  // as onCommCreated
   if (!isBlocking(nullptr, true)) {
     if (tGroupDepth > 0) {
       tNonBlockingCreatedInGroup.insert(tNonBlockingCreatedInGroup.end(), created.begin(), created.end());
@@ -307,6 +312,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclGroupStart() {
 }
 
 static void endGroup(ncclResult_t result, bool runSetup) {
+  runSetup = runSetup && !tunerHooksInstalled();  // as onCommCreated
   if (tGroupDepth > 0) --tGroupDepth;
   if (tGroupDepth > 0) return;
   std::vector<ncclComm_t> nonBlocking;

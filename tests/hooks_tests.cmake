@@ -26,3 +26,40 @@ add_executable(test_prologue_relocator ${_hooks}/test_prologue_relocator.cc)
 target_link_libraries(test_prologue_relocator PRIVATE lamport_hooks GTest::gtest_main)
 target_include_directories(test_prologue_relocator PRIVATE ${PROJECT_SOURCE_DIR})
 gtest_discover_tests(test_prologue_relocator PROPERTIES LABELS cpu DISCOVERY_TIMEOUT 60)
+
+# Tuner activation end to end: a stand-in NCCL 2.28 (endbr64 entries, pnccl aliases) that loads
+# libnccl-lamport.so as its tuner from NCCL_TUNER_PLUGIN, the way NCCL does; no LD_PRELOAD.
+set_source_files_properties(${_hooks}/tuner_standin_nccl.c PROPERTIES COMPILE_OPTIONS "-fcf-protection=full")
+add_library(shim_tuner_standin_nccl SHARED ${_hooks}/tuner_standin_nccl.c)
+target_link_libraries(shim_tuner_standin_nccl PRIVATE nccl_headers Threads::Threads ${CMAKE_DL_LIBS})
+set_target_properties(shim_tuner_standin_nccl PROPERTIES C_VISIBILITY_PRESET hidden OUTPUT_NAME tuner_standin_nccl)
+add_executable(shim_tuner_activation ${_hooks}/tuner_activation_check.c)
+target_link_libraries(shim_tuner_activation PRIVATE shim_tuner_standin_nccl nccl_headers Threads::Threads ${CMAKE_DL_LIBS})
+target_include_directories(shim_tuner_activation PRIVATE ${PROJECT_SOURCE_DIR})
+target_compile_definitions(shim_tuner_activation PRIVATE STANDIN_NCCL="$<TARGET_FILE:shim_tuner_standin_nccl>")
+set_target_properties(shim_tuner_activation PROPERTIES ENABLE_EXPORTS ON)
+add_dependencies(shim_tuner_activation nccl-lamport)
+set(_tuner_env "NCCL_TUNER_PLUGIN=${PROJECT_BINARY_DIR}/lib/libnccl-tuner-lamport.so;NCCL_DEBUG=WARN;NCCL_LAMPORT_TUNER_HOOKS=1")
+foreach(_case reach threads untouched-disabled untouched-denied untouched-not-asked cycles)
+  string(REGEX REPLACE "-.*" "" _scenario ${_case})
+  set(_args ${_scenario})
+  if(_scenario STREQUAL "cycles")
+    set(_args cycles 1000)
+  endif()
+  add_test(NAME shim_tuner_activation.${_case} COMMAND shim_tuner_activation ${_args})
+  set_tests_properties(shim_tuner_activation.${_case} PROPERTIES LABELS cpu TIMEOUT 120
+    ENVIRONMENT "${_tuner_env}" PASS_REGULAR_EXPRESSION "PASS ${_scenario}")
+endforeach()
+set_tests_properties(shim_tuner_activation.untouched-disabled PROPERTIES ENVIRONMENT "${_tuner_env};NCCL_LAMPORT_ENABLE=0")
+set_tests_properties(shim_tuner_activation.untouched-denied PROPERTIES ENVIRONMENT "${_tuner_env};STANDIN_DENY_WX=1")
+set_tests_properties(shim_tuner_activation.untouched-not-asked PROPERTIES
+  ENVIRONMENT "NCCL_TUNER_PLUGIN=${PROJECT_BINARY_DIR}/lib/libnccl-tuner-lamport.so;NCCL_DEBUG=WARN")
+
+# ctypes (pynccl's way): a CDLL handle and a function object taken before the first init.
+find_program(PYTHON3 python3)
+if(PYTHON3)
+  add_test(NAME shim_tuner_activation.ctypes
+    COMMAND ${PYTHON3} ${_hooks}/tuner_activation_ctypes.py $<TARGET_FILE:shim_tuner_standin_nccl>)
+  set_tests_properties(shim_tuner_activation.ctypes PROPERTIES LABELS cpu TIMEOUT 60
+    ENVIRONMENT "${_tuner_env}" PASS_REGULAR_EXPRESSION "PASS ctypes")
+endif()

@@ -1,5 +1,7 @@
 #include "tuner/tuner_impl.h"
 
+#include "plugin/config.h"
+
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -18,6 +20,7 @@ std::atomic<bool> gInterposerActive{false};
 namespace {
 
 std::atomic<bool> gTunerOnlyNoticeShown{false};
+std::atomic<bool> gTunerOnlyPathOff{false};
 
 constexpr uint64_t kTunerLogSubsys = kSubsysTuning | kSubsysInit;
 
@@ -56,7 +59,7 @@ void pinObject(const std::string& path) {
   if (handle != nullptr) dlclose(handle);  // the NODELETE mark stays
 }
 
-void showTunerOnlyNoticeOnce() {
+void showTunerOnlyNoticeOnce(const TunerCommInfo& comm, const void* callerInNccl) {
   if (interposerActive()) return;
   if (gTunerOnlyNoticeShown.exchange(true, std::memory_order_acq_rel)) return;
   const std::string path = ownObjectPath();
@@ -64,11 +67,21 @@ void showTunerOnlyNoticeOnce() {
   // points we do not wrap): the advice to preload would be wrong, and the interposer says why.
   if (preloadListNames(getenv("LD_PRELOAD"), path.c_str())) return;
   pinObject(path);
+  // Tuner activation: with NCCL_LAMPORT_ENABLE=0 (or the hooks not asked for) no byte of NCCL
+  // is touched.
+  const Config& config = globalConfig();
+  const bool hooksWanted = config.enable && config.tunerHooks;
+  std::string hooksWhy;
+  if (hooksWanted && comm.abiVersion >= 5 && callerInNccl != nullptr && activateFromTuner != nullptr) {
+    if (activateFromTuner(comm, callerInNccl, &hooksWhy)) return;
+  }
+  gTunerOnlyPathOff.store(true, std::memory_order_release);
   // Name the file itself, not the libnccl-tuner-lamport.so link NCCL may have opened.
   char canonical[PATH_MAX];
   const bool resolved = !path.empty() && realpath(path.c_str(), canonical) != nullptr;
   const std::string notice = tunerOnlyNotice(resolved ? std::string(canonical) : path);
-  LAMPORT_INFO(kTunerLogSubsys, "%s", notice.c_str());
+  const std::string reason = tunerOnlyReason(comm.abiVersion, config.enable, hooksWanted, hooksWhy);
+  LAMPORT_INFO(kTunerLogSubsys, "%s (%s)", notice.c_str(), reason.c_str());
 }
 
 bool isPreloadSeparator(char c) { return c == ' ' || c == ':' || c == '\t' || c == '\n'; }
@@ -84,11 +97,16 @@ const char* fileName(const char* path, size_t length, size_t* nameLength) {
 }  // namespace
 
 ncclResult_t tunerInit(const TunerCommInfo& comm, NcclDebugLogger logger, void** context) noexcept {
+  return tunerInitFromNccl(comm, logger, context, nullptr);
+}
+
+ncclResult_t tunerInitFromNccl(const TunerCommInfo& comm, NcclDebugLogger logger, void** context,
+                               const void* callerInNccl) noexcept {
   if (context == nullptr) return ncclSuccess;
   *context = nullptr;
   try {
     if (logger != nullptr) setNcclLogger(logger);
-    showTunerOnlyNoticeOnce();
+    showTunerOnlyNoticeOnce(comm, callerInNccl);
     TunerContext* created = new (std::nothrow) TunerContext{comm};
     if (created == nullptr) {
       LAMPORT_WARN("tuner: out of host memory for a %zu-byte context; NCCL tunes this "
@@ -158,6 +176,19 @@ std::string tunerOnlyNotice(const std::string& objectPath) {
          path + " to run small allreduces on Lamport kernels";
 }
 
+std::string tunerOnlyReason(int abiVersion, bool enabled, bool hooksWanted, const std::string& hooksWhy) {
+  if (!enabled) return "NCCL_LAMPORT_ENABLE=0";
+  if (abiVersion < 5) {
+    return "NCCL_TUNER_PLUGIN alone turns the path on with NCCL 2.28 or later (tuner ABI v5+); this NCCL "
+           "speaks tuner ABI v" + std::to_string(abiVersion) + ": use LD_PRELOAD";
+  }
+  if (!hooksWanted) return "tuner activation's entry hooks are off: NCCL_LAMPORT_TUNER_HOOKS=1 turns them on";
+  if (!hooksWhy.empty()) return "entry hooks not capable: " + hooksWhy;
+  return "entry hooks unavailable in this build";
+}
+
+bool tunerOnlyPathOff() { return gTunerOnlyPathOff.load(std::memory_order_acquire); }
+
 bool shouldSelfRegisterAsTuner(const char* ldPreload, const char* tunerPluginEnv,
                                const char* ourPath) {
   // A user's NCCL_TUNER_PLUGIN (another tuner, "none", or us by name) always wins.
@@ -192,6 +223,7 @@ bool preloadListNames(const char* ldPreload, const char* ourPath) {
 void resetTunerProcessStateForTest() {
   detail::gInterposerActive.store(false, std::memory_order_release);
   gTunerOnlyNoticeShown.store(false, std::memory_order_release);
+  gTunerOnlyPathOff.store(false, std::memory_order_release);
 }
 
 }  // namespace nccl_lamport

@@ -96,6 +96,22 @@ class CostTable {
  */
 ncclResult_t tunerInit(const TunerCommInfo& comm, NcclDebugLogger logger, void** context) noexcept;
 
+/** tunerInit for a call from NCCL, with an address inside the NCCL that called (the init's
+ *  return address): in a tuner-only process on tuner ABI v5+ (NCCL 2.28+), with
+ *  NCCL_LAMPORT_ENABLE and NCCL_LAMPORT_TUNER_HOOKS on, the first one installs tuner
+ *  activation's entry hooks in that NCCL (plugin/hooks/tuner_activation.h). */
+ncclResult_t tunerInitFromNccl(const TunerCommInfo& comm, NcclDebugLogger logger, void** context,
+                               const void* callerInNccl) noexcept;
+
+/** Defined only in the shared object (plugin/hooks/tuner_activation.cc), hence weak: installs
+ *  the entry hooks once per process; true when they are in place, else *why says why not. */
+__attribute__((weak)) bool activateFromTuner(const TunerCommInfo& comm, const void* callerInNccl,
+                                             std::string* why);
+
+/** True when this process loaded us only as NCCL's tuner and no wrapper of ours is reachable
+ *  (no LD_PRELOAD, no entry hooks): ncclLamportIsActive() is then 0. */
+bool tunerOnlyPathOff();
+
 /**
  * One collective's tuning query. costTable may be null (tuner ABI v2 has none); nChannels is
  * never written. Always returns ncclSuccess; a null context is a no-op.
@@ -124,6 +140,11 @@ std::string ownObjectPath();
 
 /** The INFO line a tuner-only process gets, naming the object to preload. */
 std::string tunerOnlyNotice(const std::string& objectPath);
+
+/** Why a tuner-only process on this tuner ABI version has no Lamport path, for the notice:
+ *  activation by NCCL_TUNER_PLUGIN alone needs NCCL 2.28+ (tuner ABI v5). hooksWhy: why the
+ *  hooks were not installed, where that was the reason ("" otherwise). */
+std::string tunerOnlyReason(int abiVersion, bool enabled, bool hooksWanted, const std::string& hooksWhy);
 
 /**
  * True when ldPreload (an LD_PRELOAD value: entries separated by spaces or colons) names the

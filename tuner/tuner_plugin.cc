@@ -77,14 +77,16 @@ ncclResult_t getCollInfoV4(void* context, abi::TunerFunc collType, size_t nBytes
 ncclResult_t initV5(void** context, uint64_t commId, size_t nRanks, size_t nNodes,
                     abi::TunerLogger logger, abi::NvlDomainInfoV5* nvlDomainInfo,
                     abi::TunerConstantsV5* /*constants: left as NCCL set them*/) {
-  return tunerInit(commInfoWithId(5, commId, nRanks, nNodes, nvlDomainInfo), logger, context);
+  return tunerInitFromNccl(commInfoWithId(5, commId, nRanks, nNodes, nvlDomainInfo), logger, context,
+                           __builtin_return_address(0));
 }
 
 // ---- v6: NCCL 2.30+ -----------------------------------------------------------------------
 ncclResult_t initV6(void** context, uint64_t commId, size_t nRanks, size_t nNodes,
                     abi::TunerLogger logger, abi::NvlDomainInfoV6* nvlDomainInfo,
                     abi::TunerConstantsV6* /*constants: left as NCCL set them*/) {
-  return tunerInit(commInfoWithId(6, commId, nRanks, nNodes, nvlDomainInfo), logger, context);
+  return tunerInitFromNccl(commInfoWithId(6, commId, nRanks, nNodes, nvlDomainInfo), logger, context,
+                           __builtin_return_address(0));
 }
 
 ncclResult_t finalize(void* context) { return tunerFinalize(context); }

@@ -1,6 +1,7 @@
 #include "plugin/hooks/entry_hooks.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -36,7 +37,9 @@ constexpr int64_t kNearReach = int64_t(1) << 30;
 // How far past the entry we read: prologue + the branch scan, never past the entry's mapping.
 constexpr size_t kReadBytes = 192;
 // Time for threads already past the first overwritten instruction to leave the patched bytes.
-constexpr useconds_t kGraceMicroseconds = 2000;
+// A thread preempted there runs again within a few scheduler periods even on an oversubscribed
+// host (2 ms was too short with 9 busy threads on 2 cores); hooks go in once per process.
+constexpr useconds_t kGraceMicroseconds = 50000;
 
 struct Region {
   uintptr_t start = 0;
@@ -148,7 +151,11 @@ namespace {
 void writePatches(const std::vector<uint8_t*>& sites, const std::vector<const std::vector<uint8_t>*>& bytes) {
   for (uint8_t* site : sites) storeHead(site, 0xEB, 0xFE);  // jmp to itself
   serializeAllCores();
-  usleep(kGraceMicroseconds);
+  // Yield in small steps, so preempted threads get the CPU back sooner than a single sleep would.
+  for (useconds_t waited = 0; waited < kGraceMicroseconds; waited += 1000) {
+    sched_yield();
+    usleep(1000);
+  }
   for (size_t i = 0; i < sites.size(); ++i) {
     std::memcpy(sites[i] + 2, bytes[i]->data() + 2, bytes[i]->size() - 2);
   }
@@ -231,6 +238,11 @@ bool EntryHookSet::install(std::vector<EntryHook>& hooks, std::string* why) {
       return fail(name + ": " + reason);
     }
     p.site = static_cast<uint8_t*>(hook.entry) + p.prologue.patchOffset;
+    if (p.prologue.firstInstructionBytes < 2) {
+      // The 2-byte self-jump would overwrite the start of the second instruction under a thread
+      // that just executed the first (seen in the tests): an int3-based order is needed there.
+      return fail(name + ": a 1-byte first instruction (not yet supported while other threads may call)");
+    }
     appendJump(&p.jump, reinterpret_cast<uintptr_t>(p.site), reinterpret_cast<uintptr_t>(slot));
     if (p.jump.size() != kEntryJumpBytes) return fail(name + ": trampoline out of jump reach");
     p.saved.assign(p.site, p.site + kEntryJumpBytes);

@@ -12,7 +12,9 @@
 // itself goes in first (threads that arrive spin on it), then the other bytes of the jump, then
 // the first two bytes; each step is followed by a core-serialising membarrier(2) (a short sleep
 // where the kernel lacks it), and the first by a grace period for threads already past the first
-// instruction. What this cannot exclude: a thread descheduled for longer than the grace period
+// instruction (50 ms). An entry whose first instruction is 1 byte (a push: NCCL 2.28.9's
+// pncclCommInitRank) is refused: the self-jump's second byte would break a thread just past it.
+// What this cannot exclude: a thread descheduled for longer than the grace period
 // between two of the overwritten instructions (the same limit as UCX's).
 #pragma once
 
