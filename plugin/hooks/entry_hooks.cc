@@ -2,11 +2,15 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <ucontext.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <mutex>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 
@@ -38,7 +42,8 @@ constexpr int64_t kNearReach = int64_t(1) << 30;
 constexpr size_t kReadBytes = 192;
 // Time for threads already past the first overwritten instruction to leave the patched bytes.
 // A thread preempted there runs again within a few scheduler periods even on an oversubscribed
-// host (2 ms was too short with 9 busy threads on 2 cores); hooks go in once per process.
+// host (measured: 2 ms was too short with 9 busy threads on 2 cores, one install in five
+// crashed); hooks go in once per process, so 50 ms of NCCL init time is the price.
 constexpr useconds_t kGraceMicroseconds = 50000;
 
 struct Region {
@@ -116,12 +121,6 @@ void serializeAllCores() {
   usleep(1000);
 }
 
-// One 2-byte store (atomic for a fetching core unless it straddles a cache line).
-void storeHead(uint8_t* site, uint8_t first, uint8_t second) {
-  const uint16_t value = static_cast<uint16_t>(first | (second << 8));
-  asm volatile("movw %1, %0" : "=m"(*reinterpret_cast<uint16_t*>(site)) : "r"(value) : "memory");
-}
-
 struct PageSpan {
   uintptr_t start;
   size_t length;
@@ -146,21 +145,73 @@ bool setProtection(const std::vector<PageSpan>& spans, bool writable, size_t* do
 
 namespace {
 
-// Writes each patch's `bytes` over its site in the order that keeps concurrent callers safe.
-// Every site's pages are writable. Patches are applied in three rounds over all sites.
+// Every site ever written, and where a thread that hits the int3 at it continues: the stub when
+// installing, the trampoline when removing (both stay valid for ever: pages are never unmapped).
+// The handler stays installed once set: a thread that executed the int3 may be preempted before
+// its SIGTRAP is delivered, so no moment is safe to take the handler away again.
+constexpr size_t kMaxSites = 4096;
+std::atomic<size_t> gTrapCount{0};
+uintptr_t gTrapSite[kMaxSites];
+uintptr_t gTrapResume[kMaxSites];
+struct sigaction gPreviousTrapAction;
+std::once_flag gTrapHandlerOnce;
+
+void onTrap(int signo, siginfo_t* info, void* context) {
+  auto* uc = static_cast<ucontext_t*>(context);
+  const uintptr_t trapped = static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]) - 1;  // after the int3
+  // Newest first: a site written several times resumes where its latest write says.
+  for (size_t i = gTrapCount.load(std::memory_order_acquire); i > 0; --i) {
+    if (gTrapSite[i - 1] == trapped) {
+      uc->uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(gTrapResume[i - 1]);
+      return;
+    }
+  }
+  // Not ours: what the process had before.
+  if ((gPreviousTrapAction.sa_flags & SA_SIGINFO) && gPreviousTrapAction.sa_sigaction != nullptr) {
+    gPreviousTrapAction.sa_sigaction(signo, info, context);
+  } else if (gPreviousTrapAction.sa_handler != SIG_IGN && gPreviousTrapAction.sa_handler != SIG_DFL) {
+    gPreviousTrapAction.sa_handler(signo);
+  } else {
+    sigaction(SIGTRAP, &gPreviousTrapAction, nullptr);
+    raise(SIGTRAP);
+  }
+}
+
+// Records the sites (false when the table is full: the caller then must not write an int3).
+bool recordTrapSites(const std::vector<uint8_t*>& sites, const std::vector<uintptr_t>& resume) {
+  std::call_once(gTrapHandlerOnce, [] {
+    struct sigaction trap {};
+    trap.sa_sigaction = onTrap;
+    trap.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&trap.sa_mask);
+    sigaction(SIGTRAP, &trap, &gPreviousTrapAction);
+  });
+  const size_t n = gTrapCount.load(std::memory_order_relaxed);
+  if (n + sites.size() > kMaxSites) return false;
+  for (size_t i = 0; i < sites.size(); ++i) {
+    gTrapSite[n + i] = reinterpret_cast<uintptr_t>(sites[i]);
+    gTrapResume[n + i] = resume[i];
+  }
+  gTrapCount.store(n + sites.size(), std::memory_order_release);
+  return true;
+}
+
+// Writes each patch's `bytes` over its site in the order that keeps concurrent callers safe
+// (the kernel's text_poke_bp order): an int3 on the first byte (one byte, so no instruction
+// boundary after it is touched; a thread that hits it is sent on by onTrap), then the other
+// bytes once threads already past the first instruction have left them, then the first byte.
+// Every site's pages are writable.
 void writePatches(const std::vector<uint8_t*>& sites, const std::vector<const std::vector<uint8_t>*>& bytes) {
-  for (uint8_t* site : sites) storeHead(site, 0xEB, 0xFE);  // jmp to itself
+  for (uint8_t* site : sites) __atomic_store_n(site, static_cast<uint8_t>(0xCC), __ATOMIC_RELEASE);
   serializeAllCores();
   // Yield in small steps, so preempted threads get the CPU back sooner than a single sleep would.
   for (useconds_t waited = 0; waited < kGraceMicroseconds; waited += 1000) {
     sched_yield();
     usleep(1000);
   }
-  for (size_t i = 0; i < sites.size(); ++i) {
-    std::memcpy(sites[i] + 2, bytes[i]->data() + 2, bytes[i]->size() - 2);
-  }
+  for (size_t i = 0; i < sites.size(); ++i) std::memcpy(sites[i] + 1, bytes[i]->data() + 1, bytes[i]->size() - 1);
   serializeAllCores();
-  for (size_t i = 0; i < sites.size(); ++i) storeHead(sites[i], (*bytes[i])[0], (*bytes[i])[1]);
+  for (size_t i = 0; i < sites.size(); ++i) __atomic_store_n(sites[i], (*bytes[i])[0], __ATOMIC_RELEASE);
   serializeAllCores();
 }
 
@@ -238,11 +289,6 @@ bool EntryHookSet::install(std::vector<EntryHook>& hooks, std::string* why) {
       return fail(name + ": " + reason);
     }
     p.site = static_cast<uint8_t*>(hook.entry) + p.prologue.patchOffset;
-    if (p.prologue.firstInstructionBytes < 2) {
-      // The 2-byte self-jump would overwrite the start of the second instruction under a thread
-      // that just executed the first (seen in the tests): an int3-based order is needed there.
-      return fail(name + ": a 1-byte first instruction (not yet supported while other threads may call)");
-    }
     appendJump(&p.jump, reinterpret_cast<uintptr_t>(p.site), reinterpret_cast<uintptr_t>(slot));
     if (p.jump.size() != kEntryJumpBytes) return fail(name + ": trampoline out of jump reach");
     p.saved.assign(p.site, p.site + kEntryJumpBytes);
@@ -281,12 +327,21 @@ bool EntryHookSet::install(std::vector<EntryHook>& hooks, std::string* why) {
       __atomic_store_n(hooks[i].publishOriginal, static_cast<void*>(plan[i].slot + kStubBytes), __ATOMIC_RELEASE);
     }
   }
+  std::vector<uintptr_t> resume;
+  for (const Planned& p : plan) resume.push_back(reinterpret_cast<uintptr_t>(p.slot));  // the stub
+  if (!recordTrapSites(sites, resume)) {
+    setProtection(spans, false, &done, nullptr);
+    return fail("too many hooked sites in this process");
+  }
   writePatches(sites, jumps);
   setProtection(spans, false, &done, nullptr);
 
   for (size_t i = 0; i < hooks.size(); ++i) {
     hooks[i].original = plan[i].slot + kStubBytes;
     patches_.push_back(Patch{plan[i].site, plan[i].saved, plan[i].jump});
+    // While removing, a thread at the int3 runs the original through the trampoline, entering it
+    // after the endbr64 it already passed.
+    resumeOriginal_.push_back(reinterpret_cast<uintptr_t>(plan[i].slot + kStubBytes + plan[i].prologue.patchOffset));
   }
   pages_ = std::move(pages);
   return true;
@@ -307,12 +362,18 @@ bool EntryHookSet::remove(std::string* why) {
     setProtection(undo, false, &done, nullptr);
     return false;
   }
+  if (!recordTrapSites(sites, resumeOriginal_)) {
+    setProtection(spans, false, &done, nullptr);
+    *why = "too many hooked sites in this process";
+    return false;
+  }
   writePatches(sites, saved);
   setProtection(spans, false, &done, nullptr);
   // The trampoline pages stay mapped: a caller may still be inside one (an early call in a
   // relocated prologue returns into it), and nothing can tell when the last one has left.
   pages_.clear();
   patches_.clear();
+  resumeOriginal_.clear();
   return true;
 }
 

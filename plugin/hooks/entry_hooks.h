@@ -8,14 +8,18 @@
 // every entry page writable; only when all of that succeeded does it write a single byte, and
 // writing cannot fail after that. Any failure leaves every entry as it was.
 //
-// Writing while other threads call the entries (the order UCX's "bistro" uses): a 2-byte jump to
-// itself goes in first (threads that arrive spin on it), then the other bytes of the jump, then
-// the first two bytes; each step is followed by a core-serialising membarrier(2) (a short sleep
-// where the kernel lacks it), and the first by a grace period for threads already past the first
-// instruction (50 ms). An entry whose first instruction is 1 byte (a push: NCCL 2.28.9's
-// pncclCommInitRank) is refused: the self-jump's second byte would break a thread just past it.
-// What this cannot exclude: a thread descheduled for longer than the grace period
-// between two of the overwritten instructions (the same limit as UCX's).
+// Writing while other threads call the entries (the order of the Linux kernel's text_poke_bp):
+// an int3 goes on the first byte (one byte: no later instruction boundary is touched; a thread
+// that hits it is sent on to the replacement by a SIGTRAP handler), then, after a 50 ms grace
+// period for threads already past the first instruction, the other bytes of the jump, then the
+// first byte; each step is followed by a core-serialising membarrier(2) (a short sleep where the
+// kernel lacks it). UCX's order (a 2-byte self-jump first) is not enough: real entries start
+// with a 1-byte push (NCCL 2.28.9's pncclCommInitRank), and the self-jump's second byte breaks a
+// thread just past it (SIGILL in the 8-thread test). The SIGTRAP handler, once installed, stays
+// (a thread that executed the int3 may be preempted before its signal is delivered); traps that
+// are not ours go to the handler the process had before. What this cannot exclude: a thread
+// descheduled for longer than the grace period between two overwritten instructions (UCX has
+// the same limit), or a thread that blocks SIGTRAP.
 #pragma once
 
 #include <cstddef>
@@ -71,6 +75,7 @@ class EntryHookSet {
   };
   std::vector<Patch> patches_;
   std::vector<void*> pages_;  // trampoline pages (one per +-2 GiB neighbourhood)
+  std::vector<uintptr_t> resumeOriginal_;  // per patch: where a caller trapped while removing goes
 };
 
 }  // namespace nccl_lamport::hooks

@@ -218,7 +218,6 @@ bool relocatePrologue(const uint8_t* code, size_t available, uint64_t entryAddre
       ok = false;
       break;
     }
-    if (out->firstInstructionBytes == 0) out->firstInstructionBytes = insn->size;
     const uint64_t at = trampolineAddress + out->code.size();
     ok = relocateInstruction(cs.handle, *insn, at, siteAddress, rangeEnd, &out->code, why);
     out->copiedBytes += insn->size;

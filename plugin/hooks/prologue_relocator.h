@@ -28,8 +28,6 @@ struct RelocatedPrologue {
   size_t patchOffset = 0;
   /** Whole instructions, from the patch site, that the entry jump overwrites (>= jumpBytes). */
   size_t copiedBytes = 0;
-  /** Length of the first instruction at the patch site. */
-  size_t firstInstructionBytes = 0;
   /** The trampoline: [endbr64] + the copied instructions, relocated + a jump back to
    *  entry + patchOffset + copiedBytes. Valid only at the trampolineAddress it was built for. */
   std::vector<uint8_t> code;

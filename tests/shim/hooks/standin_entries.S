@@ -1,11 +1,10 @@
 /* A stand-in library whose exported entry points have the prologue shapes real NCCL builds have
    (research/tuner-activation.md 3b), written in assembly so the shapes are exact:
      hk_rip_lea     a RIP-relative lea as the first instruction (returns x + 1 + hk_data)
-     hk_unaligned   an odd address, then a RIP-relative lea (returns x + 2 + hk_data)
-     hk_early_call  mov / call rel32 within the first 5 bytes (as pncclGroupEnd at +13 is
-                    not: this one is earlier) (returns 2x + 3)
-     hk_push_first  a 1-byte push, then a RIP-relative lea at +1 (as pncclCommInitRank in 2.28.9):
-                    refused for now (entry_hooks.h says why)
+     hk_unaligned   an odd address, a 1-byte push, then a RIP-relative lea (as pnccl CommInitRank
+                    in 2.28.9) (returns x + 2 + hk_data)
+     hk_early_call  push / mov / call rel32 within the first 5 bytes (as pncclGroupEnd)
+                    (returns 2x + 3)
      hk_endbr       endbr64, then a RIP-relative lea (-fcf-protection builds) (returns x + 4 +
                     hk_data)
      hk_early_jcc   a conditional short jump in the first 5 bytes (returns x + 5, or -1 for 0)
@@ -14,7 +13,7 @@
    hk_data is 100. Every function takes one int and returns an int. */
 #if defined(__x86_64__)
         .text
-        .globl  hk_push_first, hk_rip_lea, hk_unaligned, hk_early_call, hk_endbr, hk_early_jcc, hk_loop_back, hk_tiny
+        .globl  hk_rip_lea, hk_unaligned, hk_early_call, hk_endbr, hk_early_jcc, hk_loop_back, hk_tiny
         .type   hk_rip_lea, @function
         .type   hk_unaligned, @function
         .type   hk_early_call, @function
@@ -35,10 +34,12 @@ hk_rip_lea:
         .p2align 4
         nop
 hk_unaligned:
-        lea     hk_data(%rip), %rcx
-        mov     (%rcx), %eax
+        push    %rbx
+        lea     hk_data(%rip), %rbx
+        mov     (%rbx), %eax
         add     %edi, %eax
         add     $2, %eax
+        pop     %rbx
         ret
         .size   hk_unaligned, .-hk_unaligned
 
@@ -49,9 +50,11 @@ hk_double:
 
         .p2align 4
 hk_early_call:
-        mov     %edi, %ecx
+        push    %rbx
+        mov     %edi, %ebx
         call    hk_double
         add     $3, %eax
+        pop     %rbx
         ret
         .size   hk_early_call, .-hk_early_call
 
@@ -83,15 +86,6 @@ hk_loop_back:
         jg      2b
         ret
         .size   hk_loop_back, .-hk_loop_back
-
-        .p2align 4
-hk_push_first:
-        push    %rbx
-        lea     hk_data(%rip), %rbx
-        mov     (%rbx), %eax
-        pop     %rbx
-        ret
-        .size   hk_push_first, .-hk_push_first
 
         .p2align 4
 hk_tiny:

@@ -173,16 +173,6 @@ TEST_F(EntryHooks, ABranchBackIntoThePatchedBytesRefusesAll) {
   EXPECT_EQ(hk_loop_back(3), 0);
 }
 
-TEST_F(EntryHooks, AOneBytePushFirstRefusesAll) {
-  std::vector<EntryHook> hooks = allHooks();
-  EntryHook bad;
-  bad.name = "hk_push_first";
-  bad.entry = libraryAddress("hk_push_first");
-  bad.replacement = reinterpret_cast<void*>(kWrappers[0]);
-  hooks.push_back(bad);
-  expectRefusedWithNothingChanged(set_, hooks, "hk_push_first: a 1-byte first instruction");
-}
-
 TEST_F(EntryHooks, AFunctionShorterThanTheJumpRefusesAll) {
   std::vector<EntryHook> hooks = allHooks();
   EntryHook bad;
