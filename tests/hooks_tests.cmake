@@ -20,6 +20,10 @@ target_link_libraries(test_entry_hooks PRIVATE lamport_hooks shim_hook_standin G
                                                Threads::Threads ${CMAKE_DL_LIBS})
 target_include_directories(test_entry_hooks PRIVATE ${PROJECT_SOURCE_DIR})
 target_compile_definitions(test_entry_hooks PRIVATE STANDIN_LIBRARY="$<TARGET_FILE:shim_hook_standin>")
+if(NCCL_LIBRARY)
+  get_filename_component(_real_nccl ${NCCL_LIBRARY} REALPATH)
+  target_compile_definitions(test_entry_hooks PRIVATE REAL_NCCL_LIBRARY="${_real_nccl}")
+endif()
 gtest_discover_tests(test_entry_hooks PROPERTIES LABELS cpu DISCOVERY_TIMEOUT 60)
 
 add_executable(test_prologue_relocator ${_hooks}/test_prologue_relocator.cc)

@@ -230,3 +230,39 @@ TEST_F(EntryHooks, InstallWhileEightThreadsCall) {
 }
 
 }  // namespace
+
+#ifdef REAL_NCCL_LIBRARY
+// The real libnccl.so.2 this build found (no GPU needed: nothing is called): every function tuner
+// activation hooks is relocatable, and removing restores its bytes.
+TEST(RealNcclEntries, AreHookable) {
+  void* nccl = dlopen(REAL_NCCL_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(nccl, nullptr) << dlerror();
+  const char* names[] = {"ncclAllReduce",   "ncclCommInitRank",      "ncclCommInitRankConfig", "ncclCommInitRankScalable",
+                         "ncclCommInitAll", "ncclCommSplit",         "ncclCommShrink",         "ncclCommFinalize",
+                         "ncclCommDestroy", "ncclCommAbort",         "ncclCommRevoke",         "ncclCommGetAsyncError",
+                         "ncclGroupStart",  "ncclGroupEnd",          "ncclGroupSimulateEnd"};
+  std::vector<EntryHook> hooks;
+  std::vector<std::vector<uint8_t>> before;
+  for (const char* name : names) {
+    void* entry = dlsym(nccl, name);
+    if (entry == nullptr) continue;
+    EntryHook h;
+    h.name = name;
+    h.entry = entry;
+    h.replacement = reinterpret_cast<void*>(kWrappers[0]);  // never called
+    hooks.push_back(h);
+    const auto* p = static_cast<const uint8_t*>(entry);
+    before.emplace_back(p, p + 16);
+  }
+  ASSERT_GE(hooks.size(), 12u);
+  EntryHookSet set;
+  std::string why;
+  ASSERT_TRUE(set.install(hooks, &why)) << why;
+  for (const EntryHook& h : hooks) EXPECT_NE(h.original, nullptr) << h.name;
+  ASSERT_TRUE(set.remove(&why)) << why;
+  for (size_t i = 0; i < hooks.size(); ++i) {
+    const auto* p = static_cast<const uint8_t*>(hooks[i].entry);
+    EXPECT_EQ(std::vector<uint8_t>(p, p + 16), before[i]) << hooks[i].name;
+  }
+}
+#endif
