@@ -27,7 +27,7 @@ struct NvlDomainSummary {
 
 /** What NCCL tells the tuner about one communicator at init. */
 struct TunerCommInfo {
-  int abiVersion = 0;       // the tuner ABI version NCCL loaded (2..6)
+  int abiVersion = 0;       // the tuner ABI version NCCL loaded (2..7)
   bool hasCommId = false;   // v5+: NCCL passes its commHash (same on every rank)
   uint64_t commId = 0;
   size_t nRanks = 0;

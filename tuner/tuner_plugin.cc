@@ -1,4 +1,4 @@
-// The exported NCCL tuner structs, one per ABI version, each a thin adapter over tuner_impl.
+// The exported NCCL tuner structs, one per ABI version (v2..v7), each a thin adapter over tuner_impl.
 //
 // NCCL dlsym()s "ncclTunerPlugin_vN" newest first and takes the first it finds, so every
 // release from 2.21 on finds a version it speaks. This file is compiled into the shared object
@@ -89,6 +89,14 @@ ncclResult_t initV6(void** context, uint64_t commId, size_t nRanks, size_t nNode
                            __builtin_return_address(0));
 }
 
+// ---- v7: NCCL 2.32+ (v6 with a fifth compute-capability row in the constants) ---------------
+ncclResult_t initV7(void** context, uint64_t commId, size_t nRanks, size_t nNodes,
+                    abi::TunerLogger logger, abi::NvlDomainInfoV7* nvlDomainInfo,
+                    abi::TunerConstantsV7* /*constants: left as NCCL set them*/) {
+  return tunerInitFromNccl(commInfoWithId(7, commId, nRanks, nNodes, nvlDomainInfo), logger, context,
+                           __builtin_return_address(0));
+}
+
 ncclResult_t finalize(void* context) { return tunerFinalize(context); }
 
 }  // namespace
@@ -128,7 +136,7 @@ extern "C" LAMPORT_TUNER_EXPORT const lamport_abi::TunerV5 ncclTunerPlugin_v5 = 
     /*finalize=*/nccl_lamport::finalize,
 };
 
-/** NCCL 2.30 and later (releases with a newer ABI still load v6). */
+/** NCCL 2.30 - 2.31 (2.32 takes v7 first). */
 extern "C" LAMPORT_TUNER_EXPORT const lamport_abi::TunerV6 ncclTunerPlugin_v6 = {
     /*name=*/nccl_lamport::kTunerName,
     /*init=*/nccl_lamport::initV6,
@@ -138,3 +146,12 @@ extern "C" LAMPORT_TUNER_EXPORT const lamport_abi::TunerV6 ncclTunerPlugin_v6 = 
     /*getChunkSize=*/nullptr,
 };
 
+
+/** NCCL 2.32 and later. */
+extern "C" LAMPORT_TUNER_EXPORT const lamport_abi::TunerV7 ncclTunerPlugin_v7 = {
+    /*name=*/nccl_lamport::kTunerName,
+    /*init=*/nccl_lamport::initV7,
+    /*getCollInfo=*/nccl_lamport::getCollInfoV4,
+    /*finalize=*/nccl_lamport::finalize,
+    /*getChunkSize=*/nullptr,
+};
