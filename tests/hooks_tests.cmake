@@ -67,3 +67,11 @@ if(PYTHON3)
   set_tests_properties(shim_tuner_activation.ctypes PROPERTIES LABELS cpu TIMEOUT 60
     ENVIRONMENT "${_tuner_env}" PASS_REGULAR_EXPRESSION "PASS ctypes")
 endif()
+
+# The host-local rendezvous of tuner activation (plugin/comm/host_rendezvous), ranks as forked
+# processes.
+add_executable(test_host_rendezvous ${CMAKE_CURRENT_LIST_DIR}/unit/test_host_rendezvous.cc
+                                    ${PROJECT_SOURCE_DIR}/plugin/comm/host_rendezvous.cc)
+target_include_directories(test_host_rendezvous PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(test_host_rendezvous PRIVATE GTest::gtest_main Threads::Threads)
+gtest_discover_tests(test_host_rendezvous PROPERTIES LABELS cpu TIMEOUT 60 DISCOVERY_TIMEOUT 60)
