@@ -9,6 +9,10 @@ import os
 import sys
 
 
+class UniqueId(ctypes.Structure):  # ncclUniqueId, passed by value to ncclCommInitRank
+    _fields_ = [("internal", ctypes.c_char * 128)]
+
+
 class CommInfo(ctypes.Structure):
     _fields_ = [("known", ctypes.c_int), ("eligible", ctypes.c_int), ("nRanks", ctypes.c_int),
                 ("rank", ctypes.c_int), ("workspaceBytes", ctypes.c_size_t),
@@ -20,8 +24,8 @@ def main():
     nccl = ctypes.CDLL(sys.argv[1])
     cached = nccl.ncclAllReduce  # taken before the tuner loads, as pynccl's _funcs table is
     cached.restype = ctypes.c_int
-    uid = (ctypes.c_char * 128)()
-    uid[0] = b"\x05"
+    uid = UniqueId()
+    uid.internal = b"\x05"
     comm = ctypes.c_void_p()
     assert nccl.ncclCommInitRank(ctypes.byref(comm), 1, uid, 0) == 0, "ncclCommInitRank"
     x = ctypes.c_float(1.0)
