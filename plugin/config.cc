@@ -20,6 +20,7 @@ constexpr const char* kTimeout = "NCCL_LAMPORT_TIMEOUT_MS";
 constexpr const char* kNcclPath = "NCCL_LAMPORT_NCCL_PATH";
 constexpr const char* kRequireNvlink = "NCCL_LAMPORT_REQUIRE_NVLINK";
 constexpr const char* kTunerHooks = "NCCL_LAMPORT_TUNER_HOOKS";
+constexpr const char* kRendezvousTimeout = "NCCL_LAMPORT_RENDEZVOUS_TIMEOUT_MS";
 // Read by the LD_AUDIT module (plugin/ld_audit.c), not here: listed for the README check only.
 constexpr const char* kAuditDebug = "NCCL_LAMPORT_AUDIT_DEBUG";
 
@@ -39,6 +40,7 @@ const std::vector<KnobInfo>& knobTable() {
       {kAuditDebug, "0", "bool"},
       {kRequireNvlink, "1", "bool"},
       {kTunerHooks, "0", "bool"},
+      {kRendezvousTimeout, "10000", "ms"},
   };
   return table;
 }
@@ -119,6 +121,14 @@ Config parseConfig(const EnvLookup& env) {
   }
   if (const char* v = env(kTunerHooks)) {
     if (!parseBool(v, &config.tunerHooks)) warnBad(kTunerHooks, v, "0 or 1");
+  }
+  if (const char* v = env(kRendezvousTimeout)) {
+    uint64_t ms = 0;
+    if (parseUnsigned(v, &ms) && ms > 0) {
+      config.rendezvousTimeoutMs = ms;
+    } else {
+      warnBad(kRendezvousTimeout, v, "a positive number of milliseconds");
+    }
   }
   return config;
 }

@@ -34,6 +34,10 @@ struct Config {
    *  install the entry hooks of SPEC 4a. Default 0 until the workspace set-up inside the tuner's
    *  init exists: until then hooked communicators all stay on NCCL, so hooking only adds risk. */
   bool tunerHooks = false;
+  /** NCCL_LAMPORT_RENDEZVOUS_TIMEOUT_MS: how long the ranks of a communicator wait for each other
+   *  inside the tuner's init (tuner activation); a rank missing after that leaves the
+   *  communicator on NCCL on every rank. */
+  uint64_t rendezvousTimeoutMs = 10000;
 };
 
 /** One knob's documentation, for the README check and --help style listings. */

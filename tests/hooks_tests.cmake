@@ -44,7 +44,7 @@ target_compile_definitions(shim_tuner_activation PRIVATE STANDIN_NCCL="$<TARGET_
 set_target_properties(shim_tuner_activation PROPERTIES ENABLE_EXPORTS ON)
 add_dependencies(shim_tuner_activation nccl-lamport)
 set(_tuner_env "NCCL_TUNER_PLUGIN=${PROJECT_BINARY_DIR}/lib/libnccl-tuner-lamport.so;NCCL_DEBUG=WARN;NCCL_LAMPORT_TUNER_HOOKS=1")
-foreach(_case reach threads untouched-disabled untouched-denied untouched-not-asked cycles)
+foreach(_case reach threads untouched-disabled untouched-denied untouched-not-asked cycles pair alone)
   string(REGEX REPLACE "-.*" "" _scenario ${_case})
   set(_args ${_scenario})
   if(_scenario STREQUAL "cycles")
@@ -54,6 +54,7 @@ foreach(_case reach threads untouched-disabled untouched-denied untouched-not-as
   set_tests_properties(shim_tuner_activation.${_case} PROPERTIES LABELS cpu TIMEOUT 120
     ENVIRONMENT "${_tuner_env}" PASS_REGULAR_EXPRESSION "PASS ${_scenario}")
 endforeach()
+set_tests_properties(shim_tuner_activation.alone PROPERTIES ENVIRONMENT "${_tuner_env};NCCL_LAMPORT_RENDEZVOUS_TIMEOUT_MS=1000")
 set_tests_properties(shim_tuner_activation.untouched-disabled PROPERTIES ENVIRONMENT "${_tuner_env};NCCL_LAMPORT_ENABLE=0")
 set_tests_properties(shim_tuner_activation.untouched-denied PROPERTIES ENVIRONMENT "${_tuner_env};STANDIN_DENY_WX=1")
 set_tests_properties(shim_tuner_activation.untouched-not-asked PROPERTIES

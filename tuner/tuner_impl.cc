@@ -107,7 +107,7 @@ ncclResult_t tunerInitFromNccl(const TunerCommInfo& comm, NcclDebugLogger logger
   try {
     if (logger != nullptr) setNcclLogger(logger);
     showTunerOnlyNoticeOnce(comm, callerInNccl);
-    TunerContext* created = new (std::nothrow) TunerContext{comm};
+    TunerContext* created = new (std::nothrow) TunerContext{comm, callerInNccl != nullptr ? context : nullptr};
     if (created == nullptr) {
       LAMPORT_WARN("tuner: out of host memory for a %zu-byte context; NCCL tunes this "
                    "communicator alone", sizeof(TunerContext));
@@ -115,6 +115,10 @@ ncclResult_t tunerInitFromNccl(const TunerCommInfo& comm, NcclDebugLogger logger
     }
     *context = created;  // owned by NCCL from here on, whatever logging does
     logTopology(*created);
+    // Tuner activation: every communicator's set-up runs here, the first one's included.
+    if (created->ncclSlot != nullptr && tunerActivationCommInit != nullptr) {
+      tunerActivationCommInit(comm, created->ncclSlot);
+    }
   } catch (...) {
     // Nothing may cross the C ABI. *context is either null or a complete context.
   }
@@ -140,7 +144,11 @@ ncclResult_t tunerGetCollInfo(void* context, int collType, size_t nBytes, int nu
 }
 
 ncclResult_t tunerFinalize(void* context) noexcept {
-  delete static_cast<TunerContext*>(context);
+  auto* ctx = static_cast<TunerContext*>(context);
+  if (ctx != nullptr && ctx->ncclSlot != nullptr && tunerActivationCommFinalize != nullptr) {
+    tunerActivationCommFinalize(ctx->ncclSlot);
+  }
+  delete ctx;
   return ncclSuccess;
 }
 

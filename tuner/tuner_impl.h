@@ -40,6 +40,9 @@ struct TunerCommInfo {
  *  init, so getCollInfo reads it from any thread without a lock. */
 struct TunerContext {
   TunerCommInfo comm;
+  /** Where NCCL keeps this context (&comm->tunerContext): tuner activation's key for the
+   *  communicator's set-up (plugin/comm/tuner_setup.h); null when not from NCCL. */
+  const void* ncclSlot = nullptr;
 };
 
 /**
@@ -107,6 +110,11 @@ ncclResult_t tunerInitFromNccl(const TunerCommInfo& comm, NcclDebugLogger logger
  *  the entry hooks once per process; true when they are in place, else *why says why not. */
 __attribute__((weak)) bool activateFromTuner(const TunerCommInfo& comm, const void* callerInNccl,
                                              std::string* why);
+
+/** Defined only in the shared object (plugin/hooks/tuner_activation.cc), hence weak: with the
+ *  hooks in, sets up the communicator whose context NCCL keeps at ncclSlot / forgets it. */
+__attribute__((weak)) void tunerActivationCommInit(const TunerCommInfo& comm, const void* ncclSlot);
+__attribute__((weak)) void tunerActivationCommFinalize(const void* ncclSlot);
 
 /** True when this process loaded us only as NCCL's tuner and no wrapper of ours is reachable
  *  (no LD_PRELOAD, no entry hooks): ncclLamportIsActive() is then 0. */

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <vector>
 
+#include "plugin/comm/tuner_setup.h"
 #include "plugin/comm_registry.h"
 #include "plugin/hooks/entry_hooks.h"
 #include "plugin/log.h"
@@ -23,10 +24,6 @@ constexpr const char* kHookedFunctions[] = {
     "ncclCommInitAll", "ncclCommSplit",         "ncclCommShrink",         "ncclCommFinalize",
     "ncclCommDestroy", "ncclCommAbort",         "ncclCommRevoke",         "ncclCommGetAsyncError",
     "ncclGroupStart",  "ncclGroupEnd",          "ncclGroupSimulateEnd"};
-
-constexpr const char* kNotAcceleratedReason =
-    "reached through tuner activation's entry hooks, whose workspace set-up (inside the tuner's "
-    "init) is not built yet";
 
 std::mutex gMutex;
 TunerHooksState gState = TunerHooksState::kNotTried;
@@ -129,7 +126,7 @@ bool tunerHooksInstalled() { return gInstalled.load(std::memory_order_acquire); 
 void bindHookedComm(ncclComm_t comm) {
   if (!tunerHooksInstalled() || comm == nullptr) return;
   if (CommRegistry::instance().find(comm) != nullptr) return;
-  registerIneligible(comm, kNotAcceleratedReason);
+  bindCommToTunerSetUp(comm);
 }
 
 }  // namespace nccl_lamport
@@ -138,3 +135,9 @@ void bindHookedComm(ncclComm_t comm) {
 bool nccl_lamport::activateFromTuner(const TunerCommInfo& comm, const void* callerInNccl, std::string* why) {
   return activateTunerHooks(comm, callerInNccl, why) == TunerHooksState::kInstalled;
 }
+
+void nccl_lamport::tunerActivationCommInit(const TunerCommInfo& comm, const void* ncclSlot) {
+  if (tunerHooksInstalled()) setUpAtTunerInit(comm, ncclSlot);
+}
+
+void nccl_lamport::tunerActivationCommFinalize(const void* ncclSlot) { forgetTunerSetUp(ncclSlot); }

@@ -3,11 +3,12 @@
 // caller reaches our wrappers, whose calls to NCCL then go through the trampolines
 // (plugin/real_nccl.h: useHookedNccl).
 //
-// State of this version: the hooks are installed only with NCCL_LAMPORT_TUNER_HOOKS=1, and every
-// communicator reached through them is registered as "not accelerated" at its first hooked call:
-// the workspace set-up inside the tuner's init (the host-local rendezvous) does not exist yet, and
-// the wrappers' own set-up points (after init, at the outermost group end) are not the same on
-// every rank in this mode (the first communicator's init already ran when the hooks went in).
+// The hooks are installed only with NCCL_LAMPORT_TUNER_HOOKS=1 (default 0 until this mode has
+// run on a GPU). Each communicator's workspace is then set up inside the tuner's init
+// (plugin/comm/tuner_setup.h) and bound to its handle at its first hooked ncclAllReduce; the
+// wrappers' own set-up points (after init, at the outermost group end) are skipped in this mode,
+// since they are not the same on every rank here (a rank's first communicator was created
+// before its hooks).
 #pragma once
 
 #include <nccl.h>
@@ -33,8 +34,9 @@ TunerHooksState activateTunerHooks(const TunerCommInfo& comm, const void* caller
 /** True once the entry hooks are installed in this process (they then stay). */
 bool tunerHooksInstalled();
 
-/** At a hooked call on a communicator we do not know yet: registers it (not accelerated, with
- *  the reason) so the per-communicator info says what is true. No-op unless hooks are installed. */
+/** At a hooked call on a communicator we do not know yet: binds it to the set-up recorded in the
+ *  tuner's init, or registers it as not accelerated with the reason. No-op unless the hooks are
+ *  installed. */
 void bindHookedComm(ncclComm_t comm);
 
 }  // namespace nccl_lamport

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <nccl.h>
@@ -74,14 +75,16 @@ static ncclLamportCommInfo_t infoOf(ncclComm_t comm) {
   return info;
 }
 
-static ncclComm_t create(int tag) {
+static ncclComm_t createRanked(int tag, int nRanks, int rank) {
   ncclUniqueId id;
   memset(&id, 0, sizeof(id));
   memcpy(id.internal, &tag, sizeof(tag));
   ncclComm_t comm = NULL;
-  CHECK(ncclCommInitRank(&comm, 1, id, 0) == ncclSuccess && comm != NULL, "ncclCommInitRank");
+  CHECK(ncclCommInitRank(&comm, nRanks, id, rank) == ncclSuccess && comm != NULL, "ncclCommInitRank");
   return comm;
 }
+
+static ncclComm_t create(int tag) { return createRanked(tag, 1, 0); }
 
 static void reach(void) {
   AllReduceFn cached = ncclAllReduce;  /* taken before the tuner loads */
@@ -97,6 +100,8 @@ static void reach(void) {
   const ncclLamportCommInfo_t info = infoOf(comm);
   CHECK(info.known == 1, "the communicator never reached a wrapper");
   CHECK(info.ncclCalls == 4, "wrapper saw %llu of 4 calls", (unsigned long long)info.ncclCalls);
+  /* The set-up made in the tuner's init, found above the handle (not a fallback registration). */
+  CHECK(strstr(info.reason, "single-rank communicator") != NULL, "not bound to its set-up: %s", info.reason);
   CHECK(standinAllReduceCalls == 4, "NCCL ran %ld of 4 calls", (long)standinAllReduceCalls);
   int (*isActive)(void) = dlsym(ours(), "ncclLamportIsActive");
   CHECK(isActive != NULL && isActive() == 1, "ncclLamportIsActive() != 1 with the hooks in");
@@ -168,6 +173,53 @@ static void untouched(void) {
   CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy");
 }
 
+/* Two forked ranks of one 2-rank communicator (the same unique id): the set-up inside the tuner's
+ * init meets over the host rendezvous; without a GPU both ranks must come out not accelerated
+ * with the same reason, found through the handle. "alone": one rank of two: the rendezvous
+ * times out (NCCL_LAMPORT_RENDEZVOUS_TIMEOUT_MS) and the reason says so. */
+static void pair(int ranks) {
+  const int tag = (int)getpid();
+  int fds[2];
+  CHECK(pipe(fds) == 0, "pipe");
+  for (int r = 0; r < ranks; ++r) {
+    if (fork() == 0) {
+      close(fds[0]);
+      ncclComm_t comm = createRanked(tag, 2, r);
+      float x = 0;
+      CHECK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess, "allreduce");
+      ncclLamportCommInfo_t info = infoOf(comm);
+      char line[256];
+      const int n = snprintf(line, sizeof(line), "%d|%d|%s\n", info.known, info.eligible, info.reason);
+      CHECK(write(fds[1], line, (size_t)n) == n, "write");
+      CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy");
+      _exit(0);
+    }
+  }
+  close(fds[1]);
+  char buf[1024] = {0};
+  size_t got = 0;
+  ssize_t n;
+  while ((n = read(fds[0], buf + got, sizeof(buf) - 1 - got)) > 0) got += (size_t)n;
+  int status = 0;
+  for (int r = 0; r < ranks; ++r) {
+    wait(&status);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a rank failed");
+  }
+  printf("%s", buf);
+  char* second = strchr(buf, '\n');
+  CHECK(second != NULL, "no result");
+  *second++ = '\0';
+  CHECK(strncmp(buf, "1|0|", 4) == 0, "rank result: %s", buf);
+  if (ranks == 2) {
+    CHECK(strncmp(buf, second, strlen(buf)) == 0, "the ranks disagree: '%s' vs '%s'", buf, second);
+    /* The set-up's own verdict (no GPU here), not a fallback for a handle without one. */
+    CHECK(strstr(buf, "tuner activation's entry hooks, but") == NULL && strstr(buf, "rendezvous") == NULL,
+          "reason: %s", buf);
+  } else {
+    CHECK(strstr(buf, "1 of 2 ranks joined") != NULL, "reason: %s", buf);
+  }
+}
+
 int main(int argc, char** argv) {
   CHECK(argc >= 2, "usage: %s reach|cycles N|threads|untouched", argv[0]);
   CHECK(getenv("NCCL_TUNER_PLUGIN") != NULL, "NCCL_TUNER_PLUGIN unset");
@@ -175,6 +227,8 @@ int main(int argc, char** argv) {
   else if (strcmp(argv[1], "cycles") == 0) cycles(argc > 2 ? atoi(argv[2]) : 1000);
   else if (strcmp(argv[1], "threads") == 0) threads();
   else if (strcmp(argv[1], "untouched") == 0) untouched();
+  else if (strcmp(argv[1], "pair") == 0) pair(2);
+  else if (strcmp(argv[1], "alone") == 0) pair(1);
   else CHECK(0, "unknown scenario %s", argv[1]);
   printf("PASS %s\n", argv[1]);
   return 0;
