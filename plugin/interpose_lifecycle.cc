@@ -75,6 +75,8 @@ constexpr uint64_t kAbortWaitMs = 2000;
  *  ends (NCCL 2.28), so it is picked up later (plugin/deferred_setup.h, watchPendingChild). */
 void onChildCreated(ncclResult_t result, ncclComm_t parent, ncclComm_t* newcomm, bool blocking) {
   if (newcomm == nullptr) return;
+  // Tuner activation: the child was set up inside the tuner's init; no pending-child watch.
+  if (tunerHooksInstalled()) return;
   // NCCL 2.28 returns ncclSuccess or ncclInProgress here and writes the child later.
   if (!blocking && (result == ncclSuccess || result == ncclInProgress) && *newcomm == nullptr) {
     watchPendingChild(parent, newcomm);

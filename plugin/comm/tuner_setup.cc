@@ -12,6 +12,7 @@
 #include "plugin/comm/host_rendezvous.h"
 #include "plugin/comm_registry.h"
 #include "plugin/config.h"
+#include "plugin/cuda_driver.h"
 #include "plugin/log.h"
 #include "plugin/real_nccl.h"
 #include "plugin/workspace_setup.h"
@@ -87,9 +88,16 @@ void setUpAtTunerInit(const TunerCommInfo& comm, const void* contextSlot) {
       lc->reason = "NCCL reports " + std::to_string(comm.nNodes) +
                    " nodes: tuner activation leaves multi-node communicators to NCCL";
     } else {
-      // NCCL's init thread has the communicator's device current.
+      // NCCL's init thread has the communicator's device current: ask the driver which context
+      // is current (NCCL's own CUDA runtime made it so; ours may not know yet).
       int device = -1;
-      if (cudaGetDevice(&device) != cudaSuccess) device = -1;
+      CUdevice current = 0;
+      const DriverApi* api = driverApi();
+      if (api != nullptr && api->ctxGetDevice(&current) == CUDA_SUCCESS) {
+        device = static_cast<int>(current);
+      } else if (cudaGetDevice(&device) != cudaSuccess) {
+        device = -1;
+      }
       RendezvousExchange exchange(comm.commId, static_cast<uint32_t>(comm.nRanks), globalConfig().rendezvousTimeoutMs);
       lc = setupWorkspaceOverExchange(static_cast<int>(comm.nRanks), device, exchange);
     }
