@@ -76,3 +76,25 @@ add_executable(test_host_rendezvous ${CMAKE_CURRENT_LIST_DIR}/unit/test_host_ren
 target_include_directories(test_host_rendezvous PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(test_host_rendezvous PRIVATE GTest::gtest_main Threads::Threads)
 gtest_discover_tests(test_host_rendezvous PROPERTIES LABELS cpu TIMEOUT 60 DISCOVERY_TIMEOUT 60)
+
+# The tuner ours displaces keeps answering (tuner/displaced_tuner.h). One process per case.
+add_library(shim_fake_displaced_tuner SHARED ${_hooks}/fake_displaced_tuner.c)
+set_target_properties(shim_fake_displaced_tuner PROPERTIES C_VISIBILITY_PRESET hidden)
+add_executable(test_displaced_tuner ${CMAKE_CURRENT_LIST_DIR}/unit/test_displaced_tuner.cc)
+target_include_directories(test_displaced_tuner PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(test_displaced_tuner PRIVATE lamport_tuner_exports GTest::gtest_main ${CMAKE_DL_LIBS})
+target_compile_definitions(test_displaced_tuner PRIVATE FAKE_DISPLACED_TUNER="$<TARGET_FILE:shim_fake_displaced_tuner>")
+add_dependencies(test_displaced_tuner shim_fake_displaced_tuner)
+set(_fake_tuner $<TARGET_FILE:shim_fake_displaced_tuner>)
+set(_conf ${CMAKE_CURRENT_BINARY_DIR}/displaced_tuner_nccl.conf)
+file(GENERATE OUTPUT ${_conf} CONTENT "# written by tests/hooks_tests.cmake\nNCCL_TUNER_PLUGIN=${_fake_tuner}\n")
+foreach(_case TheNetPluginsTunerKeepsAnswering ANetPluginNotLoadedIsNotLoadedByUs NcclConfsTunerKeepsAnswering
+              WithoutOneOurCostsAreNcclsAlone ConfParsing)
+  add_test(NAME displaced_tuner.${_case} COMMAND test_displaced_tuner --gtest_filter=DisplacedTuner.${_case})
+  set_tests_properties(displaced_tuner.${_case} PROPERTIES LABELS cpu TIMEOUT 60
+    ENVIRONMENT "HOME=/nonexistent;NCCL_CONF_FILE=/nonexistent.conf" FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
+endforeach()
+set_tests_properties(displaced_tuner.TheNetPluginsTunerKeepsAnswering displaced_tuner.ANetPluginNotLoadedIsNotLoadedByUs
+  PROPERTIES ENVIRONMENT "HOME=/nonexistent;NCCL_CONF_FILE=/nonexistent.conf;NCCL_NET_PLUGIN=${_fake_tuner}")
+set_tests_properties(displaced_tuner.NcclConfsTunerKeepsAnswering PROPERTIES
+  ENVIRONMENT "HOME=/nonexistent;NCCL_CONF_FILE=${_conf}")

@@ -128,14 +128,17 @@ ncclResult_t tunerInitFromNccl(const TunerCommInfo& comm, NcclDebugLogger logger
 ncclResult_t tunerGetCollInfo(void* context, int collType, size_t nBytes, int numPipeOps,
                               float* costTable, int numAlgo, int numProto, int regBuff,
                               int* nChannels) noexcept {
-  (void)numPipeOps;
-  (void)regBuff;
-  (void)nChannels;  // never written: 0 from NCCL means "NCCL decides", and so it stays
+  // nChannels: never written by us (0 from NCCL means "NCCL decides"); a displaced tuner may.
   if (context == nullptr) return ncclSuccess;
   try {
     const TunerContext& ctx = *static_cast<const TunerContext*>(context);
     CostTable table(costTable, numAlgo, numProto);
     if (!table.empty()) editCollCosts(ctx, collType, nBytes, table);
+    // The displaced tuner decides what we left to NCCL (today: everything).
+    if (ctx.chained.getCollInfo != nullptr && costTable != nullptr) {
+      ctx.chained.getCollInfo(ctx.chained.context, collType, nBytes, numPipeOps, reinterpret_cast<float**>(costTable),
+                              numAlgo, numProto, regBuff, nChannels);
+    }
     LAMPORT_TRACE(kSubsysTuning, "tuner: coll %d nBytes %zu numPipeOps %d regBuff %d: costs as NCCL set them",
                   collType, nBytes, numPipeOps, regBuff);
   } catch (...) {
@@ -148,6 +151,7 @@ ncclResult_t tunerFinalize(void* context) noexcept {
   if (ctx != nullptr && ctx->ncclSlot != nullptr && tunerActivationCommFinalize != nullptr) {
     tunerActivationCommFinalize(ctx->ncclSlot);
   }
+  if (ctx != nullptr && ctx->chained.finalize != nullptr) ctx->chained.finalize(ctx->chained.context);
   delete ctx;
   return ncclSuccess;
 }
