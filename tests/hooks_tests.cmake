@@ -1,15 +1,15 @@
-# The entry hooks of tuner activation (plugin/hooks, SPEC 4a), label cpu: a stand-in library with
-# NCCL-like prologue shapes (tests/shim/hooks), the engine linked into the test itself.
-# x86-64 only (the engine reports "not capable" elsewhere).
-if(NOT CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64" OR NOT TARGET lamport_hooks)
-  return()
-endif()
+# Tuner activation (SPEC 4a), label cpu: the entry hooks (plugin/hooks) against a stand-in
+# library with NCCL-like prologue shapes and a stand-in NCCL that loads the tuner as NCCL does
+# (x86-64 only: the engine reports "not capable" elsewhere); the host rendezvous
+# (plugin/comm/host_rendezvous) and the displaced tuner's chaining (tuner/displaced_tuner) on
+# every architecture.
 if(NOT TARGET GTest::gtest_main)
   find_package(GTest REQUIRED)
 endif()
 include(GoogleTest)
-enable_language(ASM)
 set(_hooks ${CMAKE_CURRENT_LIST_DIR}/shim/hooks)
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64" AND TARGET lamport_hooks)
+enable_language(ASM)
 
 set_source_files_properties(${_hooks}/standin_cet.c PROPERTIES COMPILE_OPTIONS "-fcf-protection=full;-O2")
 add_library(shim_hook_standin SHARED ${_hooks}/standin_entries.S ${_hooks}/standin_cet.c)
@@ -68,6 +68,8 @@ if(PYTHON3)
   set_tests_properties(shim_tuner_activation.ctypes PROPERTIES LABELS cpu TIMEOUT 60
     ENVIRONMENT "${_tuner_env}" PASS_REGULAR_EXPRESSION "PASS ctypes")
 endif()
+
+endif()  # x86-64
 
 # The host-local rendezvous of tuner activation (plugin/comm/host_rendezvous), ranks as forked
 # processes.
