@@ -1,6 +1,6 @@
 #include "tuner/tuner_impl.h"
 
-#include "plugin/config.h"
+#include "common/config.h"
 
 #include <dlfcn.h>
 #include <limits.h>

@@ -10,12 +10,13 @@
 #include <string>
 
 #include "plugin/comm/host_rendezvous.h"
-#include "plugin/comm_registry.h"
-#include "plugin/config.h"
-#include "plugin/cuda_driver.h"
-#include "plugin/log.h"
-#include "plugin/real_nccl.h"
-#include "plugin/workspace_setup.h"
+#include "plugin/comm/comm_registry.h"
+#include "plugin/comm/comm_teardown.h"
+#include "common/config.h"
+#include "plugin/transport/cuda_driver.h"
+#include "common/log.h"
+#include "plugin/loader/real_nccl.h"
+#include "plugin/comm/workspace_setup.h"
 #include "tuner/tuner_impl.h"
 
 namespace nccl_lamport {

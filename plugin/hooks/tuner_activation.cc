@@ -7,11 +7,11 @@
 #include <vector>
 
 #include "plugin/comm/tuner_setup.h"
-#include "plugin/comm_registry.h"
+#include "plugin/comm/comm_registry.h"
 #include "plugin/hooks/entry_hooks.h"
-#include "plugin/log.h"
-#include "plugin/real_nccl.h"
-#include "plugin/workspace_setup.h"
+#include "common/log.h"
+#include "plugin/loader/real_nccl.h"
+#include "plugin/comm/workspace_setup.h"
 #include "tuner/tuner_impl.h"
 
 namespace nccl_lamport {
