@@ -15,16 +15,16 @@ set_source_files_properties(${_hooks}/standin_cet.c PROPERTIES COMPILE_OPTIONS "
 add_library(shim_hook_standin SHARED ${_hooks}/standin_entries.S ${_hooks}/standin_cet.c)
 set_target_properties(shim_hook_standin PROPERTIES C_VISIBILITY_PRESET default)
 
-add_executable(test_entry_hooks ${_hooks}/test_entry_hooks.cc)
-target_link_libraries(test_entry_hooks PRIVATE lamport_hooks shim_hook_standin GTest::gtest_main
+add_executable(shim_entry_hooks ${_hooks}/test_entry_hooks.cc)
+target_link_libraries(shim_entry_hooks PRIVATE lamport_hooks shim_hook_standin GTest::gtest_main
                                                Threads::Threads ${CMAKE_DL_LIBS})
-target_include_directories(test_entry_hooks PRIVATE ${PROJECT_SOURCE_DIR})
-target_compile_definitions(test_entry_hooks PRIVATE STANDIN_LIBRARY="$<TARGET_FILE:shim_hook_standin>")
+target_include_directories(shim_entry_hooks PRIVATE ${PROJECT_SOURCE_DIR})
+target_compile_definitions(shim_entry_hooks PRIVATE STANDIN_LIBRARY="$<TARGET_FILE:shim_hook_standin>")
 if(NCCL_LIBRARY)
   get_filename_component(_real_nccl ${NCCL_LIBRARY} REALPATH)
-  target_compile_definitions(test_entry_hooks PRIVATE REAL_NCCL_LIBRARY="${_real_nccl}")
+  target_compile_definitions(shim_entry_hooks PRIVATE REAL_NCCL_LIBRARY="${_real_nccl}")
 endif()
-gtest_discover_tests(test_entry_hooks PROPERTIES LABELS cpu DISCOVERY_TIMEOUT 60)
+gtest_discover_tests(shim_entry_hooks PROPERTIES LABELS cpu DISCOVERY_TIMEOUT 60)
 
 add_executable(test_prologue_relocator ${_hooks}/test_prologue_relocator.cc)
 target_link_libraries(test_prologue_relocator PRIVATE lamport_hooks GTest::gtest_main)
@@ -80,19 +80,21 @@ target_link_libraries(test_host_rendezvous PRIVATE GTest::gtest_main Threads::Th
 gtest_discover_tests(test_host_rendezvous PROPERTIES LABELS cpu TIMEOUT 60 DISCOVERY_TIMEOUT 60)
 
 # The tuner ours displaces keeps answering (tuner/displaced_tuner.h). One process per case.
+# (shim_* names: tests/stage_for_device.sh stages only test_* binaries, and these need files and
+# environment that only ctest gives them.)
 add_library(shim_fake_displaced_tuner SHARED ${_hooks}/fake_displaced_tuner.c)
 set_target_properties(shim_fake_displaced_tuner PROPERTIES C_VISIBILITY_PRESET hidden)
-add_executable(test_displaced_tuner ${CMAKE_CURRENT_LIST_DIR}/unit/test_displaced_tuner.cc)
-target_include_directories(test_displaced_tuner PRIVATE ${PROJECT_SOURCE_DIR})
-target_link_libraries(test_displaced_tuner PRIVATE lamport_tuner_exports GTest::gtest_main ${CMAKE_DL_LIBS})
-target_compile_definitions(test_displaced_tuner PRIVATE FAKE_DISPLACED_TUNER="$<TARGET_FILE:shim_fake_displaced_tuner>")
-add_dependencies(test_displaced_tuner shim_fake_displaced_tuner)
+add_executable(shim_displaced_tuner ${CMAKE_CURRENT_LIST_DIR}/unit/test_displaced_tuner.cc)
+target_include_directories(shim_displaced_tuner PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(shim_displaced_tuner PRIVATE lamport_tuner_exports GTest::gtest_main ${CMAKE_DL_LIBS})
+target_compile_definitions(shim_displaced_tuner PRIVATE FAKE_DISPLACED_TUNER="$<TARGET_FILE:shim_fake_displaced_tuner>")
+add_dependencies(shim_displaced_tuner shim_fake_displaced_tuner)
 set(_fake_tuner $<TARGET_FILE:shim_fake_displaced_tuner>)
 set(_conf ${CMAKE_CURRENT_BINARY_DIR}/displaced_tuner_nccl.conf)
 file(GENERATE OUTPUT ${_conf} CONTENT "# written by tests/hooks_tests.cmake\nNCCL_TUNER_PLUGIN=${_fake_tuner}\n")
 foreach(_case TheNetPluginsTunerKeepsAnswering ANetPluginNotLoadedIsNotLoadedByUs NcclConfsTunerKeepsAnswering
               WithoutOneOurCostsAreNcclsAlone ConfParsing)
-  add_test(NAME displaced_tuner.${_case} COMMAND test_displaced_tuner --gtest_filter=DisplacedTuner.${_case})
+  add_test(NAME displaced_tuner.${_case} COMMAND shim_displaced_tuner --gtest_filter=DisplacedTuner.${_case})
   set_tests_properties(displaced_tuner.${_case} PROPERTIES LABELS cpu TIMEOUT 60
     ENVIRONMENT "HOME=/nonexistent;NCCL_CONF_FILE=/nonexistent.conf" FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
 endforeach()
