@@ -19,9 +19,9 @@
 #              tests/clients/tuner_entry_bytes.py (one GPU: NCCL's entry bytes unchanged with
 #              NCCL_LAMPORT_ENABLE=0 and with the hooks not asked for; hooked, and the call
 #              reaching our wrapper, with NCCL_LAMPORT_TUNER_HOOKS=1), then allreduce_check.py
-#              with the hooks on, compared with stock (every communicator stays on NCCL until
-#              the set-up inside the tuner's init lands: the log must say "entry points ...
-#              hooked" on both ranks and no "Lamport one-shot ON")
+#              under torchrun with the hooks on, compared with stock: "entry points ... hooked"
+#              on both ranks and "Lamport one-shot ON" required (the set-up inside the tuner's
+#              init); in shared-GPU mode NCCL_LAMPORT_TEST_SHARED_GPU=1 lets it past nNodes > 1
 # NCCL_LAMPORT_TEST_SHARED_GPU=1: shared-GPU mode (tests/gpu/shared_gpu.h), for a machine with one GPU:
 # the forked GPU tests and the two-rank Python checks put both ranks on GPU 0, each with its own
 # NCCL_HOSTID (NCCL joins them over sockets on loopback), NCCL_LAMPORT_REQUIRE_NVLINK=0. Results
@@ -378,7 +378,7 @@ run_tuner() {
   local before
   before=$(grep -c "entry points of .* hooked" "$tlog")
   torch_run "tuner torch stock" "$tlog" stock -- tests/clients/torch/allreduce_check.py --out "$RESULTS/tuner-stock"
-  torch_run "tuner torch hooks" "$tlog" any "${hooks[@]}" -- tests/clients/torch/allreduce_check.py --out "$RESULTS/tuner-hooks"
+  torch_run "tuner torch hooks" "$tlog" lamport "${hooks[@]}" -- tests/clients/torch/allreduce_check.py --out "$RESULTS/tuner-hooks"
   local hooked
   hooked=$(( $(grep -c "entry points of .* hooked" "$tlog") - before ))
   if [ "$hooked" -lt 2 ]; then
