@@ -6,6 +6,7 @@
 #include "plugin/comm/comm_registry.h"
 #include "plugin/abi/export.h"
 #include "plugin/interpose/interpose_state.h"
+#include "tuner/tuner_impl.h"
 
 using namespace nccl_lamport;
 
@@ -38,4 +39,6 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclLamportGetCommInfo(ncclComm_t comm, ncclLam
   return ncclSuccess;
 }
 
-NCCL_LAMPORT_EXPORT int ncclLamportIsActive(void) { return interposerEnabled() ? 1 : 0; }
+// Active: our wrappers are in NCCL's call path (preloaded, loaded as NCCL, or tuner activation's
+// hooks) and not switched off. A process that loaded us only as NCCL's tuner, without hooks, is not.
+NCCL_LAMPORT_EXPORT int ncclLamportIsActive(void) { return interposerEnabled() && !tunerOnlyPathOff() ? 1 : 0; }

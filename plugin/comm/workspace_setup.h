@@ -19,6 +19,10 @@
 
 #include <nccl.h>
 
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "plugin/comm/setup_control.h"
@@ -31,6 +35,26 @@ struct LamportComm;
  *  each one, eligible or not, with the reason logged once at INFO; registers nothing once
  *  options.control is cancelled. Never throws. */
 void setupWorkspaces(const std::vector<ncclComm_t>& comms, const SetupOptions& options = {});
+
+/** The two all-gather rounds of the set-up over something other than the communicator itself
+ *  (tuner activation: the host rendezvous, plugin/comm/tuner_setup.h). */
+class SetupExchange {
+ public:
+  virtual ~SetupExchange() = default;
+  /** Gathers `bytes` from every rank: *all gets nRanks blocks in one order that is the same on
+   *  every rank, *index this rank's place in it. False (with *why) when not every rank took part;
+   *  then it is false on every rank. */
+  virtual bool allGather(const void* mine, size_t bytes, std::vector<uint8_t>* all, int* index, std::string* why) = 0;
+};
+
+/**
+ * The set-up of setupWorkspaces for one communicator whose handle is not known yet (inside the
+ * tuner's init, SPEC 4a), with both rounds over `exchange`: nRanks ranks, this rank's device
+ * cudaDev; this rank's rank is its place in the exchange's order (the same order on every rank,
+ * hence the same reduction order). Returns the entry, eligible or not, NOT registered: it is
+ * bound to its handle at the handle's first hooked call. Never throws.
+ */
+std::unique_ptr<LamportComm> setupWorkspaceOverExchange(int nRanks, int cudaDev, SetupExchange& exchange);
 
 /** Registers comm as known but never accelerated, with a reason (logged once at INFO). */
 void registerIneligible(ncclComm_t comm, const char* reason, bool nonBlocking = false);

@@ -13,6 +13,7 @@
 #include "plugin/comm/cuda_guards.h"
 #include "plugin/comm/deferred_setup.h"
 #include "plugin/abi/export.h"
+#include "plugin/hooks/tuner_activation.h"
 #include "plugin/interpose/interpose_state.h"
 #include "common/log.h"
 #include "plugin/loader/real_nccl.h"
@@ -121,6 +122,11 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvb
       interposerEnabled() && comm != nullptr ? CommRegistry::instance().find(comm) : nullptr;
   // A non-blocking split's child used before anything told us about it (plugin/comm/deferred_setup.h).
   if (lc == nullptr && comm != nullptr && interposerEnabled() && adoptPendingChild(comm)) {
+    lc = CommRegistry::instance().find(comm);
+  }
+  // Tuner activation: a communicator seen for the first time is bound here.
+  if (lc == nullptr && comm != nullptr && interposerEnabled() && tunerHooksInstalled()) {
+    bindHookedComm(comm);
     lc = CommRegistry::instance().find(comm);
   }
   if (lc != nullptr && lc->setupPending.load(std::memory_order_acquire)) {
