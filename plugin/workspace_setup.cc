@@ -117,8 +117,10 @@ struct SetupState {
   ~SetupState() {
     if (serverThread.joinable()) serverThread.join();
     if (exportedFd >= 0) close(exportedFd);
-    if (sendDev != nullptr) cudaFree(sendDev);
-    if (recvDev != nullptr) cudaFree(recvDev);
+    // Stream-ordered: a cudaFree would synchronise the whole device, and wait for an exchange
+    // all-gather that a dead peer never completes. The stream goes once its work is done.
+    if (sendDev != nullptr) cudaFreeAsync(sendDev, stream);
+    if (recvDev != nullptr) cudaFreeAsync(recvDev, stream);
     if (stream != nullptr) cudaStreamDestroy(stream);
   }
 };
@@ -139,8 +141,10 @@ void prepareLocal(SetupState& s, const Config& config) {
 
   if (!cudaOk(cudaSetDevice(lc.cudaDev), "cudaSetDevice", &s.why)) return;
   cudaOk(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate", &s.why);
-  cudaOk(cudaMalloc(&s.sendDev, sizeof(ExchangeRecord)), "cudaMalloc", &s.why);
-  cudaOk(cudaMalloc(&s.recvDev, sizeof(ExchangeRecord) * lc.nRanks), "cudaMalloc", &s.why);
+  if (s.stream != nullptr) {
+    cudaOk(cudaMallocAsync(&s.sendDev, sizeof(ExchangeRecord), s.stream), "cudaMallocAsync", &s.why);
+    cudaOk(cudaMallocAsync(&s.recvDev, sizeof(ExchangeRecord) * lc.nRanks, s.stream), "cudaMallocAsync", &s.why);
+  }
   int major = 0, minor = 0;
   cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, lc.cudaDev);
   cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, lc.cudaDev);
@@ -191,7 +195,7 @@ void prepareLocal(SetupState& s, const Config& config) {
 /** One grouped all-gather of `bytes` per rank over every state's communicator. */
 /** The grouped all-gather itself: under the control's mutex, skipped once cancelled. */
 ncclResult_t issueAllGather(std::vector<std::unique_ptr<SetupState>>& states, size_t bytes,
-                            const SetupOptions& options) {
+                            const SetupOptions& options, ExchangeRound round) {
   std::unique_lock<std::mutex> lock;
   if (options.control != nullptr) {
     lock = std::unique_lock<std::mutex>(options.control->ncclMutex);
@@ -211,13 +215,13 @@ ncclResult_t issueAllGather(std::vector<std::unique_ptr<SetupState>>& states, si
   ncclResult_t endResult = REAL_NCCL(ncclGroupEnd)();
   if (lock.owns_lock()) lock.unlock();
   // Non-blocking communicators may still be enqueueing: the stream is not ready to wait on yet.
-  if (endResult == ncclInProgress && options.nonBlocking) endResult = waitUntilEnqueued(comms, options.control);
+  if (endResult == ncclInProgress && options.nonBlocking) endResult = waitUntilEnqueued(comms, options.control, round);
   return result == ncclSuccess ? endResult : result;
 }
 
 template <typename Fill, typename Take>
 void groupedAllGather(std::vector<std::unique_ptr<SetupState>>& states, size_t bytes, const SetupOptions& options,
-                      Fill fill, Take take) {
+                      ExchangeRound round, Fill fill, Take take) {
   for (auto& s : states) {
     if (s->stream == nullptr || s->sendDev == nullptr || s->recvDev == nullptr) continue;
     cudaSetDevice(s->lc->cudaDev);
@@ -225,7 +229,7 @@ void groupedAllGather(std::vector<std::unique_ptr<SetupState>>& states, size_t b
     fill(*s, host.data());
     cudaMemcpyAsync(s->sendDev, host.data(), bytes, cudaMemcpyHostToDevice, s->stream);
   }
-  const ncclResult_t result = issueAllGather(states, bytes, options);
+  const ncclResult_t result = issueAllGather(states, bytes, options, round);
   for (auto& s : states) {
     if (s->stream == nullptr || s->sendDev == nullptr || s->recvDev == nullptr) {
       if (s->why.empty()) s->why = "no device buffers for the workspace exchange";
@@ -234,7 +238,7 @@ void groupedAllGather(std::vector<std::unique_ptr<SetupState>>& states, size_t b
     cudaSetDevice(s->lc->cudaDev);
     std::vector<char> host(bytes * s->lc->nRanks, 0);
     cudaError_t err = cudaMemcpyAsync(host.data(), s->recvDev, host.size(), cudaMemcpyDeviceToHost, s->stream);
-    if (err == cudaSuccess) err = waitStream(s->stream, options.control);
+    if (err == cudaSuccess) err = waitStream(s->stream, options.control, round);
     if (result != ncclSuccess || err != cudaSuccess) {
       if (s->why.empty()) {
         s->why = std::string("workspace exchange failed: ") +
@@ -464,7 +468,7 @@ void setupWorkspaces(const std::vector<ncclComm_t>& comms, const SetupOptions& o
   for (auto& s : states) prepareLocal(*s, config);
 
   groupedAllGather(
-      states, sizeof(ExchangeRecord), options, [](SetupState& s, char* out) { memcpy(out, &s.mine, sizeof(ExchangeRecord)); },
+      states, sizeof(ExchangeRecord), options, ExchangeRound::kFirst, [](SetupState& s, char* out) { memcpy(out, &s.mine, sizeof(ExchangeRecord)); },
       [](SetupState& s, const char* in) {
         s.records.resize(s.lc->nRanks);
         memcpy(s.records.data(), in, sizeof(ExchangeRecord) * s.lc->nRanks);
@@ -482,7 +486,7 @@ void setupWorkspaces(const std::vector<ncclComm_t>& comms, const SetupOptions& o
   }
 
   groupedAllGather(
-      states, sizeof(OkRecord), options,
+      states, sizeof(OkRecord), options, ExchangeRound::kSecond,
       [](SetupState& s, char* out) {
         OkRecord rec{};
         rec.ok = s.proceed && s.localOk ? 1 : 0;

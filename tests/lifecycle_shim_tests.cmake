@@ -37,3 +37,11 @@ set_tests_properties(shim_lifecycle.env-makes-blocking PROPERTIES LABELS cpu TIM
   ENVIRONMENT "${_preload};NCCL_COMM_BLOCKING=1")
 set_tests_properties(shim_lifecycle.env-makes-nonblocking PROPERTIES LABELS cpu TIMEOUT 60
   ENVIRONMENT "${_preload};NCCL_COMM_BLOCKING=0")
+
+# The set-up's wait bounds per exchange round (issue 10, points 2 and 4), against the same stand-in.
+add_executable(test_setup_waits ${CMAKE_CURRENT_LIST_DIR}/unit/test_setup_waits.cc)
+target_include_directories(test_setup_waits PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(test_setup_waits PRIVATE lamport_plugin CUDA::cudart_static GTest::gtest_main Threads::Threads)
+add_dependencies(test_setup_waits shim_lifecycle_fake_nccl)
+target_compile_definitions(test_setup_waits PRIVATE FAKE_NCCL_PATH="$<TARGET_FILE:shim_lifecycle_fake_nccl>")
+gtest_discover_tests(test_setup_waits PROPERTIES LABELS cpu TIMEOUT 60 DISCOVERY_TIMEOUT 60)
