@@ -25,13 +25,13 @@ add_library(shim_fake_partial_nccl SHARED ${_shim}/fake_partial_nccl.c)
 target_link_libraries(shim_fake_partial_nccl PRIVATE nccl_headers)
 set_target_properties(shim_fake_partial_nccl PROPERTIES C_VISIBILITY_PRESET default)
 set(_copy_dir ${CMAKE_CURRENT_BINARY_DIR}/shim_copy)
-add_custom_command(TARGET test_real_nccl POST_BUILD
+add_custom_target(shim_lamport_copy ALL
   COMMAND ${CMAKE_COMMAND} -E make_directory ${_copy_dir}
   COMMAND ${CMAKE_COMMAND} -E copy_if_different ${_lamport_so} ${_copy_dir}/libnccl.so.2
-  VERBATIM)
+  DEPENDS nccl-lamport VERBATIM)
 target_compile_definitions(test_real_nccl PRIVATE LAMPORT_COPY_PATH="${_copy_dir}/libnccl.so.2"
                            FAKE_PARTIAL_NCCL_PATH="$<TARGET_FILE:shim_fake_partial_nccl>")
-add_dependencies(test_real_nccl shim_fake_partial_nccl nccl-lamport)
+add_dependencies(test_real_nccl shim_fake_partial_nccl shim_lamport_copy)
 add_test(NAME shim_real_nccl.RejectsAnotherCopyByConfiguredPath
          COMMAND test_real_nccl --gtest_filter=RealNccl.RejectsAnotherCopyByConfiguredPath)
 add_test(NAME shim_real_nccl.RejectsAnotherCopyByName COMMAND test_real_nccl --gtest_filter=RealNccl.RejectsAnotherCopyByName)
