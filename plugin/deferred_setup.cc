@@ -14,6 +14,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "plugin/abi/entry_guard.h"
 #include "plugin/comm_registry.h"
 #include "plugin/config.h"
 #include "plugin/cuda_guards.h"
@@ -144,7 +145,7 @@ void publishOnNccl(DeferredBatch& batch, const std::string& why) {
   }
 }
 
-void runBatch(const std::shared_ptr<DeferredBatch>& batch) {
+void runBatch(const std::shared_ptr<DeferredBatch>& batch) noexcept try {
   ScopedRelaxedCapture relaxed;
   // No deadline: NCCL's own init is what is in progress (stock NCCL would be too), and a rank
   // that gave up here would leave its peers' round 1 without a partner. An abort cancels it.
@@ -158,6 +159,16 @@ void runBatch(const std::shared_ptr<DeferredBatch>& batch) {
     publishOnNccl(*batch, "set-up stopped: a communicator created together with this one was aborted or revoked");
   } else if (ready != ncclSuccess) {
     publishOnNccl(*batch, std::string("NCCL did not make the communicator ready: ") + ncclErrorText(ready));
+  }
+  finishBatch(*batch);
+} catch (...) {
+  // On a thread of ours, so nothing may escape (std::terminate); the set-up's own steps already
+  // took part in every exchange round (guardedStep), so what is left is to stop waiting callers.
+  resultOfException("deferred workspace set-up");
+  batch->control.cancelled.store(true);
+  try {
+    publishOnNccl(*batch, "the set-up failed");
+  } catch (...) {
   }
   finishBatch(*batch);
 }

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "plugin/abi/entry_guard.h"
 #include "plugin/comm_registry.h"
 #include "plugin/config.h"
 #include "plugin/deferred_setup.h"
@@ -47,7 +48,7 @@ bool isBlocking(const ncclConfig_t* config, bool whenNoConfig) {
 }
 
 /** What every init/split wrapper does once NCCL returned: set up now, later, or never. */
-void onCommCreated(ncclResult_t result, ncclComm_t comm, bool blocking) {
+void onCommCreated(ncclResult_t result, ncclComm_t comm, bool blocking) noexcept try {
   if (comm == nullptr || (result != ncclSuccess && result != ncclInProgress)) return;
   if (!blocking) {
     if (tGroupDepth > 0) {
@@ -62,6 +63,8 @@ void onCommCreated(ncclResult_t result, ncclComm_t comm, bool blocking) {
     return;
   }
   setupWorkspaces({comm});
+} catch (...) {
+  resultOfException("workspace set-up after init");  // the communicator stays on NCCL
 }
 
 // How long ncclCommAbort waits for our own parts (kernels, set-up thread): it must return promptly.
@@ -120,37 +123,43 @@ using namespace nccl_lamport;
   auto real = REAL_NCCL(fname);                 \
   if (real == nullptr) return missing(#fname)
 
-NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) try {
   REAL_OR_FAIL(ncclCommInitRank);
   if (!interposerEnabled()) return real(comm, nranks, commId, rank);
   markInterposerActive();
   ncclResult_t result = real(comm, nranks, commId, rank);
   onCommCreated(result, comm ? *comm : nullptr, isBlocking(nullptr, true));
   return result;
+} catch (...) {
+  return resultOfException("ncclCommInitRank");
 }
 
 NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
-                                                        ncclConfig_t* config) {
+                                                        ncclConfig_t* config) try {
   REAL_OR_FAIL(ncclCommInitRankConfig);
   if (!interposerEnabled()) return real(comm, nranks, commId, rank, config);
   markInterposerActive();
   ncclResult_t result = real(comm, nranks, commId, rank, config);
   onCommCreated(result, comm ? *comm : nullptr, isBlocking(config, true));
   return result;
+} catch (...) {
+  return resultOfException("ncclCommInitRankConfig");
 }
 
 NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
-                                                          ncclUniqueId* commIds, ncclConfig_t* config) {
+                                                          ncclUniqueId* commIds, ncclConfig_t* config) try {
   REAL_OR_FAIL(ncclCommInitRankScalable);
   if (!interposerEnabled()) return real(newcomm, nranks, myrank, nId, commIds, config);
   markInterposerActive();
   ncclResult_t result = real(newcomm, nranks, myrank, nId, commIds, config);
   onCommCreated(result, newcomm ? *newcomm : nullptr, isBlocking(config, true));
   return result;
+} catch (...) {
+  return resultOfException("ncclCommInitRankScalable");
 }
 
 // ncclCommInitAll does not go through the public ncclCommInitRank, so it is wrapped itself.
-NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) try {
   REAL_OR_FAIL(ncclCommInitAll);
   if (!interposerEnabled()) return real(comms, ndev, devlist);
   markInterposerActive();
@@ -171,6 +180,8 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, co
     setupWorkspaces(created);
   }
   return result;
+} catch (...) {
+  return resultOfException("ncclCommInitAll");
 }
 
 /** A split or shrink child's mode: with a config NCCL's rule for it, without one the parent's. */
@@ -180,7 +191,7 @@ static bool childBlocking(ncclComm_t parent, const ncclConfig_t* config) {
 }
 
 NCCL_LAMPORT_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
-                                               ncclConfig_t* config) {
+                                               ncclConfig_t* config) try {
   REAL_OR_FAIL(ncclCommSplit);
   if (!interposerEnabled()) return real(comm, color, key, newcomm, config);
   // The parent's set-up thread may still be using it.
@@ -191,10 +202,12 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int k
   }
   onChildCreated(result, comm, newcomm, childBlocking(comm, config));
   return result;
+} catch (...) {
+  return resultOfException("ncclCommSplit");
 }
 
 NCCL_LAMPORT_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
-                                                ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+                                                ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) try {
   REAL_OR_FAIL(ncclCommShrink);
   if (!interposerEnabled()) return real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
   const auto callNccl = [&] { return real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags); };
@@ -216,9 +229,11 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRan
   }
   onChildCreated(result, comm, newcomm, childBlocking(comm, config));
   return result;
+} catch (...) {
+  return resultOfException("ncclCommShrink");
 }
 
-NCCL_LAMPORT_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) try {
   REAL_OR_FAIL(ncclCommFinalize);
   if (interposerEnabled()) {
     ncclResult_t result = ncclSuccess;
@@ -226,9 +241,11 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
     markFinalized(comm);
   }
   return real(comm);
+} catch (...) {
+  return resultOfException("ncclCommFinalize");
 }
 
-NCCL_LAMPORT_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) try {
   REAL_OR_FAIL(ncclCommDestroy);
   if (!interposerEnabled()) return real(comm);
   // NCCL refuses to destroy a communicator it still has in progress (ncclInvalidArgument): then
@@ -250,9 +267,11 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   joinDeferredSetup(comm, globalConfig().timeoutMs + 1000);
   releaseComm(comm, /*aborting=*/false);
   return real(comm);
+} catch (...) {
+  return resultOfException("ncclCommDestroy");
 }
 
-NCCL_LAMPORT_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) try {
   REAL_OR_FAIL(ncclCommAbort);
   if (!interposerEnabled()) return real(comm);
   // Stop our set-up thread and our waiting kernels first, so nothing of ours holds the device or
@@ -268,18 +287,22 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   ncclResult_t result = real(comm);
   releaseHeldComm(comm, std::move(held), /*aborting=*/true);
   return result;
+} catch (...) {
+  return resultOfException("ncclCommAbort");
 }
 
-NCCL_LAMPORT_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) try {
   REAL_OR_FAIL(ncclCommRevoke);
   if (!interposerEnabled()) return real(comm, revokeFlags);
   // NCCL stops every in-flight operation: stop ours too, and send every later call to NCCL.
   cancelDeferredSetup(comm, CancelReason::kHandedToNccl);
   handOverToNccl(comm);
   return real(comm, revokeFlags);
+} catch (...) {
+  return resultOfException("ncclCommRevoke");
 }
 
-NCCL_LAMPORT_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) try {
   REAL_OR_FAIL(ncclCommGetAsyncError);
   if (!interposerEnabled()) return real(comm, asyncError);
   std::shared_ptr<LamportComm> lc = CommRegistry::instance().find(comm);
@@ -297,16 +320,20 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResu
   if (result != ncclSuccess || asyncError == nullptr || *asyncError != ncclSuccess) return result;
   if (lc != nullptr && !lc->revoked.load()) *asyncError = lamportAsyncError(*lc);
   return result;
+} catch (...) {
+  return resultOfException("ncclCommGetAsyncError");
 }
 
-NCCL_LAMPORT_EXPORT ncclResult_t ncclGroupStart() {
+NCCL_LAMPORT_EXPORT ncclResult_t ncclGroupStart() try {
   REAL_OR_FAIL(ncclGroupStart);
   ncclResult_t result = real();
   if (result == ncclSuccess) ++tGroupDepth;
   return result;
+} catch (...) {
+  return resultOfException("ncclGroupStart");
 }
 
-static void endGroup(ncclResult_t result, bool runSetup) {
+static void endGroup(ncclResult_t result, bool runSetup) noexcept try {
   if (tGroupDepth > 0) --tGroupDepth;
   if (tGroupDepth > 0) return;
   std::vector<ncclComm_t> nonBlocking;
@@ -328,19 +355,25 @@ static void endGroup(ncclResult_t result, bool runSetup) {
   } else {
     for (ncclComm_t c : created) registerIneligible(c, "the group that created it failed");
   }
+} catch (...) {
+  resultOfException("workspace set-up in ncclGroupEnd");  // NCCL's result stands
 }
 
-NCCL_LAMPORT_EXPORT ncclResult_t ncclGroupEnd() {
+NCCL_LAMPORT_EXPORT ncclResult_t ncclGroupEnd() try {
   REAL_OR_FAIL(ncclGroupEnd);
   ncclResult_t result = real();
   endGroup(result, /*runSetup=*/true);
   return result;
+} catch (...) {
+  return resultOfException("ncclGroupEnd");
 }
 
 // Ends a group without running it: nothing was created, so nothing is set up.
-NCCL_LAMPORT_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+NCCL_LAMPORT_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) try {
   REAL_OR_FAIL(ncclGroupSimulateEnd);
   ncclResult_t result = real(simInfo);
   endGroup(result, /*runSetup=*/false);
   return result;
+} catch (...) {
+  return resultOfException("ncclGroupSimulateEnd");
 }

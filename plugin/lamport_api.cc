@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "include/nccl_lamport.h"
+#include "plugin/abi/entry_guard.h"
 #include "plugin/comm_registry.h"
 #include "plugin/export.h"
 #include "plugin/interpose_state.h"
@@ -10,15 +11,17 @@
 using namespace nccl_lamport;
 
 NCCL_LAMPORT_EXPORT ncclResult_t ncclLamportGetAllReducePath(ncclComm_t comm, size_t count, ncclDataType_t datatype,
-                                                             ncclRedOp_t op, ncclLamportPath_t* path) {
+                                                             ncclRedOp_t op, ncclLamportPath_t* path) try {
   if (path == nullptr) return ncclInvalidArgument;
   const std::shared_ptr<LamportComm> lc = comm != nullptr ? CommRegistry::instance().find(comm) : nullptr;
   *path = pathFor(lc.get(), count, datatype, op) == AllReducePath::kLamportOneShot ? ncclLamportPathOneShot
                                                                               : ncclLamportPathNccl;
   return ncclSuccess;
+} catch (...) {
+  return resultOfException("ncclLamportGetAllReducePath");
 }
 
-NCCL_LAMPORT_EXPORT ncclResult_t ncclLamportGetCommInfo(ncclComm_t comm, ncclLamportCommInfo_t* info) {
+NCCL_LAMPORT_EXPORT ncclResult_t ncclLamportGetCommInfo(ncclComm_t comm, ncclLamportCommInfo_t* info) try {
   if (info == nullptr) return ncclInvalidArgument;
   memset(info, 0, sizeof(*info));
   const std::shared_ptr<LamportComm> lc = comm != nullptr ? CommRegistry::instance().find(comm) : nullptr;
@@ -33,6 +36,8 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclLamportGetCommInfo(ncclComm_t comm, ncclLam
   info->ncclCalls = lc->ncclCalls.load(std::memory_order_relaxed);
   snprintf(info->reason, sizeof(info->reason), "%s", lc->reason.c_str());
   return ncclSuccess;
+} catch (...) {
+  return resultOfException("ncclLamportGetCommInfo");
 }
 
 NCCL_LAMPORT_EXPORT int ncclLamportIsActive(void) { return interposerEnabled() ? 1 : 0; }

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "kernels/lamport_allreduce.h"
+#include "plugin/abi/entry_guard.h"
 #include "plugin/comm_registry.h"
 #include "plugin/config.h"
 #include "plugin/cuda_guards.h"
@@ -125,6 +126,27 @@ struct SetupState {
   }
 };
 
+/**
+ * Runs one local step of s's set-up. A throw (allocation, thread creation) must not skip the
+ * exchange rounds that follow, or the peers wait for this rank forever: it ends this rank's part
+ * (proceed = false, and before round 1 capable stays 0), which the next round tells every rank.
+ */
+template <typename Step>
+void guardedStep(SetupState& s, const char* what, Step step) noexcept {
+  try {
+    step();
+  } catch (...) {
+    resultOfException(what);
+    s.proceed = false;
+    s.localOk = false;
+    s.mine.capable = 0;
+    try {
+      if (s.why.empty()) s.why = std::string(what) + " failed (exception)";
+    } catch (...) {  // no memory for the text either: the log line above says it
+    }
+  }
+}
+
 bool cudaOk(cudaError_t err, const char* what, std::string* why) {
   if (err == cudaSuccess) return true;
   if (why->empty()) *why = std::string(what) + ": " + cudaGetErrorString(err);
@@ -226,7 +248,7 @@ void groupedAllGather(std::vector<std::unique_ptr<SetupState>>& states, size_t b
     if (s->stream == nullptr || s->sendDev == nullptr || s->recvDev == nullptr) continue;
     cudaSetDevice(s->lc->cudaDev);
     std::vector<char> host(bytes, 0);
-    fill(*s, host.data());
+    guardedStep(*s, "workspace exchange", [&] { fill(*s, host.data()); });
     cudaMemcpyAsync(s->sendDev, host.data(), bytes, cudaMemcpyHostToDevice, s->stream);
   }
   const ncclResult_t result = issueAllGather(states, bytes, options, round);
@@ -247,7 +269,7 @@ void groupedAllGather(std::vector<std::unique_ptr<SetupState>>& states, size_t b
       s->proceed = false;
       continue;
     }
-    take(*s, host.data());
+    guardedStep(*s, "workspace exchange", [&] { take(*s, host.data()); });
   }
 }
 
@@ -365,6 +387,7 @@ void finishLocal(SetupState& s) {
     lc.hostFlags->abort = 0;
     lc.hostFlags->error = 0;
     ok = cudaOk(cudaEventCreateWithFlags(&lc.orderEvent, cudaEventDisableTiming), "cudaEventCreate", &s.why) &&
+         cudaOk(cudaEventCreateWithFlags(&lc.doneEvent, cudaEventDisableTiming), "cudaEventCreate", &s.why) &&
          cudaOk(lamportPrepareKernels(lc.nRanks), "loading the Lamport kernels", &s.why) &&
          cudaOk(launchLamportWorkspaceInit(lc.local.ptr(), lc.launchTemplate.layout, s.stream),
                 "workspace init", &s.why) &&
@@ -465,7 +488,7 @@ void setupWorkspaces(const std::vector<ncclComm_t>& comms, const SetupOptions& o
   }
 
   if (describing.owns_lock()) describing.unlock();
-  for (auto& s : states) prepareLocal(*s, config);
+  for (auto& s : states) guardedStep(*s, "workspace allocation", [&] { prepareLocal(*s, config); });
 
   groupedAllGather(
       states, sizeof(ExchangeRecord), options, ExchangeRound::kFirst, [](SetupState& s, char* out) { memcpy(out, &s.mine, sizeof(ExchangeRecord)); },
@@ -476,13 +499,13 @@ void setupWorkspaces(const std::vector<ncclComm_t>& comms, const SetupOptions& o
       });
 
   for (auto& s : states) {
-    if (s->proceed) startServing(*s);
+    if (s->proceed) guardedStep(*s, "serving the workspace handle", [&] { startServing(*s); });
   }
   for (auto& s : states) {
-    if (s->proceed) mapPeers(*s, config);
+    if (s->proceed) guardedStep(*s, "mapping the peers", [&] { mapPeers(*s, config); });
   }
   for (auto& s : states) {
-    if (s->proceed) finishLocal(*s);
+    if (s->proceed) guardedStep(*s, "preparing the kernels", [&] { finishLocal(*s); });
   }
 
   groupedAllGather(
@@ -493,16 +516,23 @@ void setupWorkspaces(const std::vector<ncclComm_t>& comms, const SetupOptions& o
         memcpy(out, &rec, sizeof(rec));
       },
       [](SetupState& s, const char* in) {
+        // The verdict from the words alone, identical on every rank: nothing here may throw
+        // (guardedStep would turn a throw into a rank-local "no"), the message is best effort.
         bool all = s.proceed;
+        int firstNo = -1;
         for (int r = 0; r < s.lc->nRanks; ++r) {
           OkRecord rec;
           memcpy(&rec, in + r * sizeof(OkRecord), sizeof(rec));
           if (!rec.ok) {
             all = false;
-            if (s.why.empty()) s.why = "rank " + std::to_string(r) + " could not map its peers";
+            if (firstNo < 0) firstNo = r;
           }
         }
         s.localOk = all;
+        try {
+          if (firstNo >= 0 && s.why.empty()) s.why = "rank " + std::to_string(firstNo) + " could not map its peers";
+        } catch (...) {
+        }
       });
 
   // Under the control's mutex, so a cancel either comes first (nothing is registered) or after

@@ -3,7 +3,9 @@
 # one scenario per test. Included from tests/CMakeLists.txt.
 set(_shim ${CMAKE_CURRENT_LIST_DIR}/shim)
 
-add_library(shim_lifecycle_fake_nccl SHARED ${_shim}/lifecycle_fake_nccl.c)
+add_library(shim_lifecycle_fake_nccl SHARED ${_shim}/lifecycle_fake_nccl.c ${_shim}/fake_throw.cc)
+# FAKE_THROW_IN: a C++ exception thrown from fake_throw.cc unwinds through the C frames.
+set_source_files_properties(${_shim}/lifecycle_fake_nccl.c PROPERTIES COMPILE_OPTIONS -fexceptions)
 target_link_libraries(shim_lifecycle_fake_nccl PRIVATE nccl_headers Threads::Threads)
 target_include_directories(shim_lifecycle_fake_nccl PRIVATE ${PROJECT_SOURCE_DIR})
 set_target_properties(shim_lifecycle_fake_nccl PROPERTIES C_VISIBILITY_PRESET default OUTPUT_NAME lifecycle_fake_nccl)
@@ -31,6 +33,11 @@ set_tests_properties(shim_lifecycle.abort-uncollected-child PROPERTIES
   ENVIRONMENT "${_preload};FAKE_SPLIT_WRITES_CHILD_MS=50")
 set_tests_properties(shim_lifecycle.destroy-races-ready-then-handle-reused PROPERTIES
   ENVIRONMENT "${_preload};FAKE_DESTROY_RACES_READY=1;FAKE_DESTROY_REUSES_HANDLE=1")
+foreach(_case throw-in-blocking-setup throw-in-deferred-setup)
+  add_test(NAME shim_lifecycle.${_case} COMMAND shim_lifecycle_scenarios ${_case})
+  set_tests_properties(shim_lifecycle.${_case} PROPERTIES LABELS cpu TIMEOUT 60
+    ENVIRONMENT "${_preload};FAKE_THROW_IN=ncclCommUserRank")
+endforeach()
 add_test(NAME shim_lifecycle.env-makes-blocking COMMAND shim_lifecycle_scenarios env-makes-blocking)
 add_test(NAME shim_lifecycle.env-makes-nonblocking COMMAND shim_lifecycle_scenarios env-makes-nonblocking)
 set_tests_properties(shim_lifecycle.env-makes-blocking PROPERTIES LABELS cpu TIMEOUT 60
@@ -39,9 +46,9 @@ set_tests_properties(shim_lifecycle.env-makes-nonblocking PROPERTIES LABELS cpu 
   ENVIRONMENT "${_preload};NCCL_COMM_BLOCKING=0")
 
 # The set-up's wait bounds per exchange round (issue 10, points 2 and 4), against the same stand-in.
-add_executable(test_setup_waits ${CMAKE_CURRENT_LIST_DIR}/unit/test_setup_waits.cc)
-target_include_directories(test_setup_waits PRIVATE ${PROJECT_SOURCE_DIR})
-target_link_libraries(test_setup_waits PRIVATE lamport_plugin CUDA::cudart_static GTest::gtest_main Threads::Threads)
-add_dependencies(test_setup_waits shim_lifecycle_fake_nccl)
-target_compile_definitions(test_setup_waits PRIVATE FAKE_NCCL_PATH="$<TARGET_FILE:shim_lifecycle_fake_nccl>")
-gtest_discover_tests(test_setup_waits PROPERTIES LABELS cpu TIMEOUT 60 DISCOVERY_TIMEOUT 60)
+add_executable(shim_setup_waits ${CMAKE_CURRENT_LIST_DIR}/unit/test_setup_waits.cc)
+target_include_directories(shim_setup_waits PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(shim_setup_waits PRIVATE lamport_plugin CUDA::cudart_static GTest::gtest_main Threads::Threads)
+add_dependencies(shim_setup_waits shim_lifecycle_fake_nccl)
+target_compile_definitions(shim_setup_waits PRIVATE FAKE_NCCL_PATH="$<TARGET_FILE:shim_lifecycle_fake_nccl>")
+gtest_discover_tests(shim_setup_waits PROPERTIES LABELS cpu TIMEOUT 60 DISCOVERY_TIMEOUT 60)

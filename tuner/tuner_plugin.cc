@@ -7,10 +7,26 @@
 #include "tuner/abi/tuner_abi.h"
 #include "tuner/tuner_impl.h"
 
+#include <exception>
+
 namespace nccl_lamport {
 namespace {
 
 constexpr const char* kTunerName = "lamport";
+
+/** Inside a catch block: no exception may reach NCCL through the C ABI (issue 10, point 7). WARNs
+ *  and returns `result`: an init fails (NCCL then runs without this tuner), a getCollInfo or a
+ *  finalize succeeds having changed nothing (NCCL's own choice stands). */
+ncclResult_t tunerException(const char* entry, ncclResult_t result) noexcept {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    LAMPORT_WARN("tuner %s: %s", entry, e.what());
+  } catch (...) {
+    LAMPORT_WARN("tuner %s: unknown exception", entry);
+  }
+  return result;
+}
 
 TunerCommInfo commInfoWithoutId(int abiVersion, size_t nRanks, size_t nNodes) {
   TunerCommInfo comm;
@@ -38,56 +54,76 @@ TunerCommInfo commInfoWithId(int abiVersion, uint64_t commId, size_t nRanks, siz
 float* costEntries(float** collCostTable) { return reinterpret_cast<float*>(collCostTable); }
 
 // ---- v2: NCCL 2.21 ------------------------------------------------------------------------
-ncclResult_t initV2(size_t nRanks, size_t nNodes, abi::TunerLogger logger, void** context) {
+ncclResult_t initV2(size_t nRanks, size_t nNodes, abi::TunerLogger logger, void** context) try {
   return tunerInit(commInfoWithoutId(2, nRanks, nNodes), logger, context);
+} catch (...) {
+  return tunerException("initV2", ncclInternalError);
 }
 
 ncclResult_t getCollInfoV2(void* context, abi::TunerFunc collType, size_t nBytes,
                            int /*collNetSupport*/, int /*nvlsSupport*/, int numPipeOps,
-                           int* /*algorithm*/, int* /*protocol*/, int* nChannels) {
+                           int* /*algorithm*/, int* /*protocol*/, int* nChannels) try {
   // v2 has no cost table; leaving algorithm/protocol untouched keeps NCCL's choice.
   return tunerGetCollInfo(context, collType, nBytes, numPipeOps, nullptr, 0, 0, 0, nChannels);
+} catch (...) {
+  return tunerException("getCollInfoV2", ncclSuccess);
 }
 
 // ---- v3: NCCL 2.22 - 2.23 -----------------------------------------------------------------
-ncclResult_t initV3(size_t nRanks, size_t nNodes, abi::TunerLogger logger, void** context) {
+ncclResult_t initV3(size_t nRanks, size_t nNodes, abi::TunerLogger logger, void** context) try {
   return tunerInit(commInfoWithoutId(3, nRanks, nNodes), logger, context);
+} catch (...) {
+  return tunerException("initV3", ncclInternalError);
 }
 
 ncclResult_t getCollInfoV3(void* context, abi::TunerFunc collType, size_t nBytes, int numPipeOps,
-                           float** collCostTable, int numAlgo, int numProto, int* nChannels) {
+                           float** collCostTable, int numAlgo, int numProto, int* nChannels) try {
   return tunerGetCollInfo(context, collType, nBytes, numPipeOps, costEntries(collCostTable),
                           numAlgo, numProto, 0, nChannels);
+} catch (...) {
+  return tunerException("getCollInfoV3", ncclSuccess);
 }
 
 // ---- v4: NCCL 2.24 - 2.27 -----------------------------------------------------------------
-ncclResult_t initV4(size_t nRanks, size_t nNodes, abi::TunerLogger logger, void** context) {
+ncclResult_t initV4(size_t nRanks, size_t nNodes, abi::TunerLogger logger, void** context) try {
   return tunerInit(commInfoWithoutId(4, nRanks, nNodes), logger, context);
+} catch (...) {
+  return tunerException("initV4", ncclInternalError);
 }
 
 // ---- v4, v5 and v6 share getCollInfo's signature ------------------------------------------
 ncclResult_t getCollInfoV4(void* context, abi::TunerFunc collType, size_t nBytes, int numPipeOps,
                            float** collCostTable, int numAlgo, int numProto, int regBuff,
-                           int* nChannels) {
+                           int* nChannels) try {
   return tunerGetCollInfo(context, collType, nBytes, numPipeOps, costEntries(collCostTable),
                           numAlgo, numProto, regBuff, nChannels);
+} catch (...) {
+  return tunerException("getCollInfoV4", ncclSuccess);
 }
 
 // ---- v5: NCCL 2.28 - 2.29 -----------------------------------------------------------------
 ncclResult_t initV5(void** context, uint64_t commId, size_t nRanks, size_t nNodes,
                     abi::TunerLogger logger, abi::NvlDomainInfoV5* nvlDomainInfo,
-                    abi::TunerConstantsV5* /*constants: left as NCCL set them*/) {
+                    abi::TunerConstantsV5* /*constants: left as NCCL set them*/) try {
   return tunerInit(commInfoWithId(5, commId, nRanks, nNodes, nvlDomainInfo), logger, context);
+} catch (...) {
+  return tunerException("initV5", ncclInternalError);
 }
 
 // ---- v6: NCCL 2.30+ -----------------------------------------------------------------------
 ncclResult_t initV6(void** context, uint64_t commId, size_t nRanks, size_t nNodes,
                     abi::TunerLogger logger, abi::NvlDomainInfoV6* nvlDomainInfo,
-                    abi::TunerConstantsV6* /*constants: left as NCCL set them*/) {
+                    abi::TunerConstantsV6* /*constants: left as NCCL set them*/) try {
   return tunerInit(commInfoWithId(6, commId, nRanks, nNodes, nvlDomainInfo), logger, context);
+} catch (...) {
+  return tunerException("initV6", ncclInternalError);
 }
 
-ncclResult_t finalize(void* context) { return tunerFinalize(context); }
+ncclResult_t finalize(void* context) try {
+  return tunerFinalize(context);
+} catch (...) {
+  return tunerException("finalize", ncclSuccess);
+}
 
 }  // namespace
 }  // namespace nccl_lamport
