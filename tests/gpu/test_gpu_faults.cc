@@ -4,6 +4,8 @@
 // error, ncclCommAbort return within 5 s, and its process exit normally. Two forked ranks, one
 // per GPU, or both on GPU 0 in shared-GPU mode (tests/shared_gpu.h). Each result is printed:
 //   fault <kind>: <calls> calls, error after <s> s (<code>), abort <s> s
+// Faults.NcclErrorAnswersTheNextSmallCall: once NCCL itself reports the communicator failed, a
+// small call gets NCCL's error at once (SPEC 4.8, issue 10 point 5).
 // Label gpu; SKIPPED without a GPU (or, outside shared-GPU mode, with fewer than two).
 #include <gtest/gtest.h>
 #include <nccl.h>
@@ -48,7 +50,50 @@ int fail(FaultReport* report, const std::string& what) {
   return 1;
 }
 
-int faultRank(RankContext& ctx, int gpus, bool shared, int signal) {
+/**
+ * Error parity (SPEC 4.8): once NCCL itself has marked the communicator failed (a large call, on
+ * NCCL, runs into the killed peer: NCCL's socket transport of shared-GPU mode notices the closed
+ * connection), a small call that would be a Lamport call gets NCCL's error at once, as from NCCL,
+ * instead of ncclSuccess and a kernel that waits for a dead peer. Exit 2 (reported as "NCCL did
+ * not notice") when NCCL reports nothing within 30 s: then there is nothing to compare.
+ */
+int ncclErrorAnswersTheNextCall(ncclComm_t comm, cudaStream_t stream, void* small, FaultReport* report) {
+  constexpr size_t kLargeCount = size_t{64} << 20;  // fp32: 256 MiB, far past the crossover
+  void* large = nullptr;
+  if (cudaMalloc(&large, kLargeCount * 4) != cudaSuccess) return fail(report, "cudaMalloc of the large buffer");
+  ncclLamportPath_t path = ncclLamportPathOneShot;
+  ncclLamportGetAllReducePath(comm, kLargeCount, ncclFloat32, ncclSum, &path);
+  if (path != ncclLamportPathNccl) return fail(report, "the large call would not go to NCCL");
+  const ncclResult_t issued = ncclAllReduce(large, large, kLargeCount, ncclFloat32, ncclSum, comm, stream);
+  const auto getAsyncError = reinterpret_cast<decltype(&ncclCommGetAsyncError)>(pncclCommGetAsyncError);
+  ncclResult_t ncclState = issued;
+  const Clock::time_point start = Clock::now();
+  while (ncclState == ncclSuccess && since(start) < 30) {
+    if (getAsyncError(comm, &ncclState) != ncclSuccess) ncclState = ncclInternalError;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  report->errorSeconds = since(start);
+  report->asyncError = ncclState;
+  if (ncclState == ncclSuccess || ncclState == ncclInProgress) {
+    snprintf(report->text, sizeof(report->text), "NCCL did not notice the dead peer within 30 s");
+    ncclCommAbort(comm);
+    return 2;
+  }
+  const Clock::time_point calling = Clock::now();
+  report->callResult = ncclAllReduce(small, small, kCount, ncclBfloat16, ncclSum, comm, stream);
+  const double callSeconds = since(calling);
+  const Clock::time_point aborting = Clock::now();
+  ncclCommAbort(comm);
+  report->abortSeconds = since(aborting);
+  if (report->callResult == ncclSuccess) {
+    return fail(report, "the small call returned ncclSuccess on a communicator NCCL reports failed (" +
+                            std::to_string(ncclState) + ")");
+  }
+  if (callSeconds > 1) return fail(report, "the small call took " + std::to_string(callSeconds) + " s");
+  return 0;
+}
+
+int faultRank(RankContext& ctx, int gpus, bool shared, int signal, bool ncclFirst) {
   auto* report = static_cast<FaultReport*>(ctx.sharedResults) + ctx.rank;
   auto* victim = static_cast<FaultReport*>(ctx.sharedResults) + 1;
   report->pid = getpid();
@@ -88,6 +133,7 @@ int faultRank(RankContext& ctx, int gpus, bool shared, int signal) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the signal has landed
+  if (ncclFirst) return ncclErrorAnswersTheNextCall(comm, stream, buf, report);
 
   // Keep calling until a call or NCCL's async state reports the fault.
   const Clock::time_point start = Clock::now();
@@ -120,14 +166,14 @@ int faultRank(RankContext& ctx, int gpus, bool shared, int signal) {
   return problems.empty() ? 0 : fail(report, problems);
 }
 
-void runFault(int signal, const char* kind) {
+void runFault(int signal, const char* kind, bool ncclFirst = false) {
   const int gpus = countCudaDevicesWithoutInit();
   const bool shared = sharedGpuMode();
   const std::string skip = forkedRankSkipReason(2, gpus, shared);
   if (!skip.empty()) GTEST_SKIP() << skip;
   RankLaunch launch = launchRanks(
       2, sizeof(FaultReport), 120, [](ncclUniqueId* id) { return ncclGetUniqueId(id); },
-      [&](RankContext& ctx) { return faultRank(ctx, gpus, shared, signal); });
+      [&](RankContext& ctx) { return faultRank(ctx, gpus, shared, signal, ncclFirst); });
   ASSERT_EQ(launch.exits.size(), 2u) << "launchRanks could not start the ranks";
   const auto* survivor = static_cast<const FaultReport*>(launch.resultsOf(0));
   const auto* victim = static_cast<const FaultReport*>(launch.resultsOf(1));
@@ -135,6 +181,7 @@ void runFault(int signal, const char* kind) {
          survivor->calls, survivor->errorSeconds, survivor->asyncError, survivor->callResult, survivor->abortSeconds,
          launch.exits[0].exitCode, launch.exits[0].timedOut ? " (timed out)" : "");
   EXPECT_EQ(victim->victimReady, 1u) << "the victim never reached the fault: " << victim->text;
+  if (ncclFirst && launch.exits[0].exitCode == 2) GTEST_SKIP() << survivor->text;
   EXPECT_TRUE(launch.exits[0].exitCode == 0 && !launch.exits[0].timedOut) << "survivor: " << survivor->text;
   EXPECT_NE(survivor->asyncError, ncclSuccess);
 }
@@ -142,6 +189,8 @@ void runFault(int signal, const char* kind) {
 TEST(Faults, PeerKilledDuringLamportCalls) { runFault(SIGKILL, "SIGKILL"); }
 
 TEST(Faults, PeerStoppedDuringLamportCalls) { runFault(SIGSTOP, "SIGSTOP"); }
+
+TEST(Faults, NcclErrorAnswersTheNextSmallCall) { runFault(SIGKILL, "SIGKILL, NCCL first", true); }
 
 }  // namespace
 }  // namespace gputest
