@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Host-code sanitizers on the CPU tests (issue 10, evidence): a build with
+# NCCL_LAMPORT_SANITIZE=address,undefined runs every CPU test but those that load our object into
+# an uninstrumented interpreter (ctypes, Python) or inspect the release binaries; a build with
+# NCCL_LAMPORT_SANITIZE=thread runs the registry / set-up / tear-down scenarios (stand-in NCCL,
+# several threads): shim_lifecycle.*, SetupWaits.*. Any report fails the run (halt_on_error).
+# Usage: tests/reliability/sanitize.sh [asan|tsan|all] [BUILD_PREFIX (default build-)]
+# Needs no GPU. About 15 min per build on 2 cores (kernels are compiled too: nvcc, not instrumented).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+which="${1:-all}"
+prefix="${2:-build-}"
+jobs="${JOBS:-2}"
+
+configure_and_build() {  # dir sanitizers
+  cmake -S . -B "$1" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DNCCL_LAMPORT_SANITIZE="$2" ${CMAKE_EXTRA:-} >/dev/null
+  # Every target but the GPU tests and the benchmark (nothing here runs them).
+  local targets
+  targets=$(cmake --build "$1" --target help | sed -n 's/^\.\.\. \([A-Za-z0-9_.-]*\).*/\1/p' |
+            grep -vE '^(all|clean|depend|edit_cache|rebuild_cache|install|install/.*|list_install_components|test|test_gpu_.*|nccl-lamport-bench)$' |
+            grep -vE '\.(o|i|s)$')
+  # shellcheck disable=SC2086
+  cmake --build "$1" -j "$jobs" --target $targets
+}
+
+status=0
+if [ "$which" = asan ] || [ "$which" = all ]; then
+  dir="${prefix}asan"
+  configure_and_build "$dir" "address,undefined"
+  # verify_asan_link_order=0: the tests preload our instrumented object before the executable's
+  # own ASan runtime. protect_shadow_gap=0: what the CUDA runtime needs under ASan.
+  ASAN_OPTIONS="verify_asan_link_order=0:protect_shadow_gap=0:detect_leaks=1:halt_on_error=1" \
+  UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
+    ctest --test-dir "$dir" -L cpu -E 'ctypes|shared_object_symbols|runpath_rules|shared_object' \
+      --output-on-failure || status=1
+fi
+if [ "$which" = tsan ] || [ "$which" = all ]; then
+  dir="${prefix}tsan"
+  configure_and_build "$dir" "thread"
+  TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
+    ctest --test-dir "$dir" -R 'shim_lifecycle|SetupWaits' --output-on-failure || status=1
+fi
+exit $status
