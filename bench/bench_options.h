@@ -42,6 +42,7 @@ struct BenchOptions {
   std::string csvPath;                   // --csv
   std::string jsonPath;                  // --json
   std::string plotPath;                  // --plot
+  int loopback = 0;                      // --loopback N: N ranks as streams on one GPU (0 = off)
 
   [[nodiscard]] bool eager() const { return mode != TimingMode::kGraph; }
   [[nodiscard]] bool graph() const { return mode != TimingMode::kEager; }

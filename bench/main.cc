@@ -19,6 +19,7 @@
 
 #include "bench/bench_options.h"
 #include "bench/crossover.h"
+#include "bench/loopback.h"
 #include "bench/rank_body.h"
 #include "bench/rank_launcher.h"
 #include "bench/rank_results.h"
@@ -74,9 +75,11 @@ int parseCommandLine(int argc, char** argv, BenchOptions* opt) {
   app.add_option("--reps", opt->reps, "timed repetitions; the median is reported")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
-  app.add_option("--graph-calls", opt->graphCalls, "graph: allreduce calls captured in one CUDA graph")
-      ->check(CLI::Range(1, 100000))
-      ->capture_default_str();
+  CLI::Option* graphCalls =
+      app.add_option("--graph-calls", opt->graphCalls, "graph: allreduce calls captured in one CUDA graph "
+                     "(--loopback: 50 unless given)")
+          ->check(CLI::Range(1, 100000))
+          ->capture_default_str();
   app.add_option("--graph-replays", opt->graphReplays, "graph: launches of the graph per timed repetition")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
@@ -95,6 +98,12 @@ int parseCommandLine(int argc, char** argv, BenchOptions* opt) {
   app.add_option("--plot", opt->plotPath, "also draw a PNG to FILE (runs plot_results.py; needs python3 + matplotlib)")
       ->type_name("FILE");
   app.add_flag("-v,--verbose", opt->verbose, "rank 0 reports each finished size on stderr");
+  app.add_option("--loopback", opt->loopback,
+                 "kernel speed on ONE GPU: N ranks as N streams of one process (2..8), real workspaces "
+                 "and kernels, no NCCL and no NVLink hop; times every kernel variant against the "
+                 "baseline kernel in the same run")
+      ->check(CLI::Range(2, 8))
+      ->type_name("N");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -110,6 +119,7 @@ int parseCommandLine(int argc, char** argv, BenchOptions* opt) {
   if (!parseDType(text.dtype, &opt->dtype)) return bad("--dtype must be bf16, fp16 or fp32, not " + text.dtype);
   if (!parseReduceOp(text.op, &opt->op)) return bad("--op must be sum or avg, not " + text.op);
   if (!parseTimingMode(text.mode, &opt->mode)) return bad("--mode must be eager, graph or both, not " + text.mode);
+  if (opt->loopback > 0 && graphCalls->count() == 0) opt->graphCalls = 50;  // SPEC 8: chains of 50
   return -1;
 }
 
@@ -233,6 +243,13 @@ int runBench(int argc, char** argv) {
   BenchOptions opt;
   const int parsed = parseCommandLine(argc, argv, &opt);
   if (parsed >= 0) return parsed;
+  if (opt.loopback > 0) {
+    const uint64_t seed =
+        opt.seed != 0 ? opt.seed
+                      : static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()) | 1;
+    return runLoopback(opt, opt.loopback, std::vector<std::string>(argv, argv + argc), seed, readDriverRelease(),
+                       utcNow(), hostName());
+  }
   std::string sizeError;
   const std::vector<SizeSpec> sizes =
       makeSizeList(opt.minBytes, opt.maxBytes, opt.stepFactor, elementSize(opt.dtype), &sizeError);

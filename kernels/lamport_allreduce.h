@@ -19,6 +19,31 @@ enum class LamportReduceOp : int { kSum = 0, kAvg = 1 };
 /** Values the kernel writes into *errorFlag when it gives up (0 = none). */
 enum LamportError : uint32_t { kLamportOk = 0, kLamportTimedOut = 1, kLamportAborted = 2 };
 
+/**
+ * Which one-shot kernel a launch runs. kFast is the default (a zero-initialised args struct gets
+ * it); kBaseline is the kernel of 2026-12-01, kept unchanged so benchmarks can time both in one
+ * run (nccl-lamport-bench --loopback).
+ *   kFast:     programmatic dependent launch on sm_90+ (griddepcontrol.wait before the rotation
+ *              state or sendbuff is read, launch_dependents after the pushes); the arrival count
+ *              and rotation update on a dedicated control warp (one acq_rel atomic per block, no
+ *              fence on a data thread); the abort flag read by one lane per warp; several vectors
+ *              per thread with all their polls in flight at once; 128 data threads per block by
+ *              default; at most 1/kLamportResidencyShare of the device per launch (issue 10.1).
+ *   kBaseline: 512-thread blocks, full-residency grid, no PDL, fence + atomic arrival on thread 0
+ *              (research/kernel-speed.md measured it; its full-residency grid can deadlock two
+ *              communicators used in opposite orders: A/B timing only).
+ */
+enum class LamportKernelVariant : int { kFast = 0, kBaseline = 1 };
+
+/**
+ * One launch takes at most 1/kLamportResidencyShare of the blocks the device holds at once, so
+ * that this many spinning Lamport grids (other communicators, a programmatically pre-launched next
+ * call on each stream, other ranks sharing the GPU in tests) are always co-resident and no wait
+ * can depend on a block that cannot get an SM (issue 10 point 1). 8 = e.g. 4 communicators per
+ * GPU, each with its current and its pre-launched next call.
+ */
+constexpr int kLamportResidencyShare = 8;
+
 /** Everything one one-shot launch needs; passed by value to the kernel. */
 struct LamportOneShotArgs {
   const void* sendbuff;  // count elements, any alignment; may equal recvbuff
@@ -39,6 +64,11 @@ struct LamportOneShotArgs {
                                        // 0 = wait without a time limit (abort still works)
   int maxBlocks;  // 0: the launcher sizes the grid; > 0 caps it (the kernel grid-strides). Tests
                   // that put several ranks on one GPU use it so all ranks' blocks are resident.
+  LamportKernelVariant variant;  // kFast (0, default) or kBaseline
+  int blockThreads;  // kFast: data threads per block, 0 = 128; 32..512, a multiple of 32 (one more
+                     // warp is added for the arrival). kBaseline: must be 0 (always 512)
+  int disablePdl;    // kFast: non-zero launches without programmatic dependent launch (A/B);
+                     // PDL is used only on sm_90+ anyway. kBaseline never uses it
 };
 
 /**
@@ -49,6 +79,19 @@ struct LamportOneShotArgs {
  * count == 0 launches nothing and returns cudaSuccess (the rotation does not advance, on any rank).
  */
 cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t stream);
+
+/**
+ * Blocks the launcher gives a one-shot launch of `args` (before maxBlocks): min(vectors / threads,
+ * the residency bound of the variant). 0 for invalid args. Current device; cached like a launch.
+ * Lets tests and the loopback benchmark cap N ranks on one GPU so that all N grids fit.
+ */
+int lamportOneShotGridBlocks(const LamportOneShotArgs& args);
+
+/**
+ * Blocks of the args' kernel variant (datatype, op, nRanks, variant, blockThreads) the current
+ * device holds at once (occupancy x SMs); 0 for invalid args. Cached per device and variant.
+ */
+int lamportOneShotResidentBlocks(const LamportOneShotArgs& args);
 
 /**
  * Loads every one-shot kernel variant a communicator of nRanks may launch on the current device

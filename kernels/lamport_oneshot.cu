@@ -5,6 +5,7 @@
 
 #include "kernels/lamport_allreduce.h"
 #include "kernels/lamport_oneshot.cuh"
+#include "kernels/lamport_oneshot_fast.cuh"
 
 namespace nccl_lamport {
 
@@ -16,8 +17,9 @@ namespace nccl_lamport {
 #define LAMPORT_ONESHOT_FOR_EACH_OP(X, T)                        \
   LAMPORT_ONESHOT_FOR_EACH_NRANKS(X, T, LamportReduceOp::kSum) \
   LAMPORT_ONESHOT_FOR_EACH_NRANKS(X, T, LamportReduceOp::kAvg)
-#define LAMPORT_ONESHOT_INSTANTIATE(T, OP, N) \
-  template __global__ void lamportOneShotKernel<T, OP, N>(const __grid_constant__ LamportOneShotArgs);
+#define LAMPORT_ONESHOT_INSTANTIATE(T, OP, N)                                                        \
+  template __global__ void lamportOneShotKernel<T, OP, N>(const __grid_constant__ LamportOneShotArgs); \
+  template __global__ void lamportOneShotFastKernel<T, OP, N>(const __grid_constant__ LamportOneShotArgs);
 LAMPORT_ONESHOT_FOR_EACH_OP(LAMPORT_ONESHOT_INSTANTIATE, float)
 LAMPORT_ONESHOT_FOR_EACH_OP(LAMPORT_ONESHOT_INSTANTIATE, __half)
 LAMPORT_ONESHOT_FOR_EACH_OP(LAMPORT_ONESHOT_INSTANTIATE, __nv_bfloat16)
@@ -57,53 +59,111 @@ bool layoutValid(const LamportLayout& layout) {
          layout.slotBytes <= UINT32_MAX - (kLamportVectorBytes - 1);
 }
 
+template <typename T, LamportReduceOp OP, int N>
+OneShotKernel kernelFor(LamportKernelVariant variant) {
+  return variant == LamportKernelVariant::kBaseline ? lamportOneShotKernel<T, OP, N>
+                                                    : lamportOneShotFastKernel<T, OP, N>;
+}
+
 template <typename T, LamportReduceOp OP>
-OneShotKernel selectForRanks(int nRanks) {
+OneShotKernel selectForRanks(int nRanks, LamportKernelVariant variant) {
   switch (nRanks) {
     case 2:
-      return lamportOneShotKernel<T, OP, 2>;
+      return kernelFor<T, OP, 2>(variant);
     case 4:
-      return lamportOneShotKernel<T, OP, 4>;
+      return kernelFor<T, OP, 4>(variant);
     case 8:
-      return lamportOneShotKernel<T, OP, 8>;
+      return kernelFor<T, OP, 8>(variant);
     default:  // unrolled: 2, 4, 8; everything else up to kLamportMaxRanks: generic
-      return lamportOneShotKernel<T, OP, 0>;
+      return kernelFor<T, OP, 0>(variant);
   }
 }
 
 template <typename T>
-OneShotKernel selectForOp(LamportReduceOp op, int nRanks) {
+OneShotKernel selectForOp(LamportReduceOp op, int nRanks, LamportKernelVariant variant) {
   switch (op) {
     case LamportReduceOp::kSum:
-      return selectForRanks<T, LamportReduceOp::kSum>(nRanks);
+      return selectForRanks<T, LamportReduceOp::kSum>(nRanks, variant);
     case LamportReduceOp::kAvg:
-      return selectForRanks<T, LamportReduceOp::kAvg>(nRanks);
+      return selectForRanks<T, LamportReduceOp::kAvg>(nRanks, variant);
   }
   return nullptr;
 }
 
-OneShotKernel selectKernel(LamportDataType datatype, LamportReduceOp op, int nRanks) {
+OneShotKernel selectKernel(LamportDataType datatype, LamportReduceOp op, int nRanks,
+                           LamportKernelVariant variant = LamportKernelVariant::kBaseline) {
+  if (variant != LamportKernelVariant::kBaseline && variant != LamportKernelVariant::kFast) return nullptr;
   switch (datatype) {
     case LamportDataType::kFloat32:
-      return selectForOp<float>(op, nRanks);
+      return selectForOp<float>(op, nRanks, variant);
     case LamportDataType::kFloat16:
-      return selectForOp<__half>(op, nRanks);
+      return selectForOp<__half>(op, nRanks, variant);
     case LamportDataType::kBFloat16:
-      return selectForOp<__nv_bfloat16>(op, nRanks);
+      return selectForOp<__nv_bfloat16>(op, nRanks, variant);
   }
   return nullptr;
 }
 
-/** Index of a kernel variant in the grid-limit cache: datatype x op x unrolled nRanks. */
-int variantIndex(LamportDataType datatype, LamportReduceOp op, int nRanks) {
+/** Block sizes a launch may use, as an index of the grid-limit cache: 32..512 in steps of 32. */
+constexpr int kThreadSlots = kLamportFastMaxThreads / 32;
+
+/**
+ * Index of a kernel in the grid-limit cache: datatype x op x unrolled nRanks x kernel variant x
+ * data threads per block (the baseline always has 512).
+ */
+int variantIndex(LamportDataType datatype, LamportReduceOp op, int nRanks,
+                 LamportKernelVariant variant = LamportKernelVariant::kBaseline, int dataThreads = 512) {
   const int ranksSlot = nRanks == 2 ? 1 : nRanks == 4 ? 2 : nRanks == 8 ? 3 : 0;
-  return (static_cast<int>(datatype) * 2 + static_cast<int>(op)) * 4 + ranksSlot;
+  const int kernelSlot = (static_cast<int>(datatype) * 2 + static_cast<int>(op)) * 4 + ranksSlot;
+  return (kernelSlot * 2 + static_cast<int>(variant)) * kThreadSlots + (dataThreads / 32 - 1);
 }
 
 constexpr int kCachedDevices = 64;
-constexpr int kVariants = 3 * 2 * 4;
+constexpr int kVariants = 3 * 2 * 4 * 2 * kThreadSlots;
 // Grid limit per (device, variant); 0 = not computed yet. Written once, read on every launch.
 std::atomic<int> gResidentBlocks[kCachedDevices][kVariants];
+// Compute capability major per device + 1 (0 = not queried yet): PDL needs sm_90+.
+std::atomic<int> gSmMajor[kCachedDevices];
+
+/** Launch shape of one call: the kernel, its block size and whether it uses PDL. */
+struct LaunchShape {
+  OneShotKernel kernel = nullptr;
+  int dataThreads = 0;   // threads that carry vectors
+  int blockThreads = 0;  // dataThreads (+ 32 for kFast's control warp)
+  int cacheIndex = 0;
+};
+
+/** The shape for args, or a null kernel when the variant options are invalid. */
+LaunchShape shapeFor(const LamportOneShotArgs& args) {
+  LaunchShape shape;
+  if (args.variant == LamportKernelVariant::kBaseline) {
+    if (args.blockThreads != 0) return shape;
+    shape.dataThreads = kLamportOneShotThreads;
+    shape.blockThreads = kLamportOneShotThreads;
+  } else {
+    const int threads = args.blockThreads == 0 ? kLamportFastDefaultThreads : args.blockThreads;
+    if (threads < 32 || threads > kLamportFastMaxThreads || threads % 32 != 0) return shape;
+    shape.dataThreads = threads;
+    shape.blockThreads = threads + 32;
+  }
+  shape.kernel = selectKernel(args.datatype, args.op, args.layout.nRanks, args.variant);
+  shape.cacheIndex = variantIndex(args.datatype, args.op, args.layout.nRanks, args.variant, shape.dataThreads);
+  return shape;
+}
+
+/** True when the current device can take programmatic dependent launches (sm_90+). */
+bool deviceSupportsPdl() {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
+  if (device >= 0 && device < kCachedDevices) {
+    const int cached = gSmMajor[device].load(std::memory_order_relaxed);
+    if (cached > 0) return cached - 1 >= 9;
+  }
+  int major = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return false;
+  if (device >= 0 && device < kCachedDevices) gSmMajor[device].store(major + 1, std::memory_order_relaxed);
+  return major >= 9;
+}
 
 /**
  * Blocks of `kernel` that the current device runs at once (blocks per SM x SMs): a grid no larger
@@ -111,7 +171,7 @@ std::atomic<int> gResidentBlocks[kCachedDevices][kVariants];
  * resident threads keep more 16 B NVLink accesses in flight for large messages. Cached per
  * (device, variant); falls back to 132 (one block per H100/H200 SM) if a query fails.
  */
-int maxResidentBlocks(OneShotKernel kernel, int variant) {
+int maxResidentBlocks(OneShotKernel kernel, int variant, int blockThreads = kLamportOneShotThreads) {
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return 132;
   const bool cacheable = device >= 0 && device < kCachedDevices;
@@ -122,7 +182,7 @@ int maxResidentBlocks(OneShotKernel kernel, int variant) {
   int smCount = 0;
   int perSm = 0;
   if (cudaDeviceGetAttribute(&smCount, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, kLamportOneShotThreads, 0) !=
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, blockThreads, 0) !=
           cudaSuccess ||
       smCount <= 0 || perSm <= 0) {
     return 132;
@@ -134,51 +194,98 @@ int maxResidentBlocks(OneShotKernel kernel, int variant) {
 
 }  // namespace
 
-cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t stream) {
+namespace {
+
+/** The checks of launchLamportOneShot that need no CUDA call; false = cudaErrorInvalidValue. */
+bool argsValid(const LamportOneShotArgs& args, const LaunchShape& shape) {
   const size_t elemBytes = elementBytes(args.datatype);
   const LamportLayout& layout = args.layout;
   if (elemBytes == 0 || !layoutValid(layout) || args.rank < 0 || args.rank >= layout.nRanks ||
-      args.maxBlocks < 0 || args.count > layout.slotBytes / elemBytes) {
-    return cudaErrorInvalidValue;
+      args.maxBlocks < 0 || args.count > layout.slotBytes / elemBytes || shape.kernel == nullptr) {
+    return false;
   }
-  const OneShotKernel kernel = selectKernel(args.datatype, args.op, layout.nRanks);
-  if (kernel == nullptr) return cudaErrorInvalidValue;
   for (int r = 0; r < layout.nRanks; ++r) {
-    if (args.peerBases[r] == nullptr) return cudaErrorInvalidValue;
+    if (args.peerBases[r] == nullptr) return false;
   }
+  return true;
+}
+
+/**
+ * Grid of one launch: the whole message in flight at once (one 16 B vector per data thread, one
+ * block for tiny messages), capped at what the device holds at once (kBaseline) or at
+ * 1/kLamportResidencyShare of it (kFast, issue 10 point 1), then at args.maxBlocks.
+ */
+size_t gridBlocks(const LamportOneShotArgs& args, const LaunchShape& shape) {
+  const size_t nVectors =
+      (args.count * elementBytes(args.datatype) + kLamportVectorBytes - 1) / kLamportVectorBytes;
+  size_t blocks = (nVectors + shape.dataThreads - 1) / shape.dataThreads;
+  int limit = maxResidentBlocks(shape.kernel, shape.cacheIndex, shape.blockThreads);
+  if (args.variant != LamportKernelVariant::kBaseline) limit = limit / kLamportResidencyShare;
+  if (limit < 1) limit = 1;
+  if (blocks > static_cast<size_t>(limit)) blocks = static_cast<size_t>(limit);
+  if (args.maxBlocks > 0 && blocks > static_cast<size_t>(args.maxBlocks)) {
+    blocks = static_cast<size_t>(args.maxBlocks);
+  }
+  return blocks < 1 ? 1 : blocks;
+}
+
+}  // namespace
+
+cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t stream) {
+  const LaunchShape shape = shapeFor(args);
+  if (!argsValid(args, shape)) return cudaErrorInvalidValue;
   // An empty call is a no-op on every rank alike (count is the same everywhere): no launch, and
   // the rotation does not advance anywhere.
   if (args.count == 0) return cudaSuccess;
   if (args.sendbuff == nullptr || args.recvbuff == nullptr) return cudaErrorInvalidValue;
 
-  // Grid: the whole message in flight at once, one 16 B vector per thread, one block for tiny
-  // messages, capped at what the device holds at once (then the kernel grid-strides).
-  const size_t nVectors = (args.count * elemBytes + kLamportVectorBytes - 1) / kLamportVectorBytes;
-  size_t blocks = (nVectors + kLamportOneShotThreads - 1) / kLamportOneShotThreads;
-  const int residentBlocks = maxResidentBlocks(kernel, variantIndex(args.datatype, args.op, layout.nRanks));
-  if (blocks > static_cast<size_t>(residentBlocks)) blocks = static_cast<size_t>(residentBlocks);
-  if (args.maxBlocks > 0 && blocks > static_cast<size_t>(args.maxBlocks)) {
-    blocks = static_cast<size_t>(args.maxBlocks);
-  }
-
+  cudaLaunchAttribute attribute[1];
   cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(blocks));
-  config.blockDim = dim3(kLamportOneShotThreads);
+  config.gridDim = dim3(static_cast<unsigned>(gridBlocks(args, shape)));
+  config.blockDim = dim3(static_cast<unsigned>(shape.blockThreads));
   config.dynamicSmemBytes = 0;
   config.stream = stream;
   config.attrs = nullptr;
   config.numAttrs = 0;
-  return cudaLaunchKernelEx(&config, kernel, args);
+  if (args.variant == LamportKernelVariant::kFast && args.disablePdl == 0 && deviceSupportsPdl()) {
+    // The kernel may start while the previous one on the stream still runs; its
+    // griddepcontrol.wait holds every thread until that one has completed and flushed.
+    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[0].val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+  }
+  return cudaLaunchKernelEx(&config, shape.kernel, args);
+}
+
+int lamportOneShotResidentBlocks(const LamportOneShotArgs& args) {
+  const LaunchShape shape = shapeFor(args);
+  if (!argsValid(args, shape)) return 0;
+  return maxResidentBlocks(shape.kernel, shape.cacheIndex, shape.blockThreads);
+}
+
+int lamportOneShotGridBlocks(const LamportOneShotArgs& args) {
+  const LaunchShape shape = shapeFor(args);
+  if (!argsValid(args, shape)) return 0;
+  LamportOneShotArgs uncapped = args;
+  uncapped.maxBlocks = 0;
+  return static_cast<int>(gridBlocks(uncapped, shape));
 }
 
 cudaError_t lamportPrepareKernels(int nRanks) {
+  (void)deviceSupportsPdl();
   for (LamportDataType datatype : {LamportDataType::kFloat32, LamportDataType::kFloat16, LamportDataType::kBFloat16}) {
     for (LamportReduceOp op : {LamportReduceOp::kSum, LamportReduceOp::kAvg}) {
-      const OneShotKernel kernel = selectKernel(datatype, op, nRanks);
-      cudaFuncAttributes attributes{};
-      const cudaError_t err = cudaFuncGetAttributes(&attributes, kernel);  // loads the module
-      if (err != cudaSuccess) return err;
-      maxResidentBlocks(kernel, variantIndex(datatype, op, nRanks));
+      for (LamportKernelVariant variant : {LamportKernelVariant::kFast, LamportKernelVariant::kBaseline}) {
+        const OneShotKernel kernel = selectKernel(datatype, op, nRanks, variant);
+        cudaFuncAttributes attributes{};
+        const cudaError_t err = cudaFuncGetAttributes(&attributes, kernel);  // loads the module
+        if (err != cudaSuccess) return err;
+        const int dataThreads =
+            variant == LamportKernelVariant::kFast ? kLamportFastDefaultThreads : kLamportOneShotThreads;
+        maxResidentBlocks(kernel, variantIndex(datatype, op, nRanks, variant, dataThreads),
+                          variant == LamportKernelVariant::kFast ? dataThreads + 32 : dataThreads);
+      }
     }
   }
   return cudaSuccess;

@@ -74,13 +74,23 @@ constexpr uint64_t kWaiterGiveUp = ~0ull;
  * another thread of the block already gave up, and writes the reason into the host-mapped
  * errorFlag. Returns the (possibly just started) start time, or kWaiterGiveUp. Out of line and
  * by value, so the hot poll loop stays small and never touches a stack frame.
+ *
+ * The block's give-up flag (shared memory) is read and written with atomics only: one thread sets
+ * it while others read it with no barrier in between, which compute-sanitizer racecheck reports
+ * as a hazard for plain accesses (issue 10 point 12); atomics are race-free by definition and
+ * cost nothing here (once per kLamportSpinsPerCheck spins). The host-mapped abort flag is read by
+ * the lowest active lane of the warp only (a PCIe read each: a long skew would otherwise cost
+ * ~200k reads per check round); the other lanes learn of an abort through the block flag at their
+ * next check.
  */
 __device__ __noinline__ uint64_t waiterCheck(const volatile uint32_t* abortFlag,
                                              uint32_t* errorFlag, uint64_t timeoutNs,
-                                             uint64_t startNs, volatile int* blockGaveUp) {
-  if (*blockGaveUp) return kWaiterGiveUp;
+                                             uint64_t startNs, int* blockGaveUp) {
+  if (atomicOr(blockGaveUp, 0) != 0) return kWaiterGiveUp;
+  const unsigned active = __activemask();
+  const bool leader = static_cast<int>(threadIdx.x % 32u) == __ffs(active) - 1;
   uint32_t reason = kLamportOk;
-  if (abortFlag != nullptr && *abortFlag != 0) {
+  if (leader && abortFlag != nullptr && *abortFlag != 0) {
     reason = kLamportAborted;
   } else if (timeoutNs != 0) {
     const uint64_t now = lamportGlobalTimerNs();
@@ -93,12 +103,12 @@ __device__ __noinline__ uint64_t waiterCheck(const volatile uint32_t* abortFlag,
   if (reason == kLamportOk) return startNs;
   // Plain store, no atomics: host-mapped memory need not support them; any non-zero is an error.
   if (errorFlag != nullptr) *reinterpret_cast<volatile uint32_t*>(errorFlag) = reason;
-  *blockGaveUp = 1;
+  atomicExch(blockGaveUp, 1);
   return kWaiterGiveUp;
 }
 
 /** True when the caller must stop polling. Cheap on the fast path: one counter increment. */
-__device__ __forceinline__ bool waiterShouldStop(Waiter& w, volatile int* blockGaveUp) {
+__device__ __forceinline__ bool waiterShouldStop(Waiter& w, int* blockGaveUp) {
   if (w.gaveUp) return true;
   if (++w.spins < kLamportSpinsPerCheck) return false;
   w.spins = 0;
@@ -183,7 +193,7 @@ template <int CHUNK, bool GUARD>
 __device__ __forceinline__ void pollChunk(LamportVec (&vals)[CHUNK], const LamportVec& own,
                                           const char* vec, size_t slotBytes, int firstRank,
                                           int rank, int nRanks, Waiter& w,
-                                          volatile int* blockGaveUp) {
+                                          int* blockGaveUp) {
 #pragma unroll
   for (int i = 0; i < CHUNK; ++i) {
     const int r = firstRank + i;
@@ -231,7 +241,7 @@ template <typename Codec, int NRANKS>
 __device__ __forceinline__ void waitAndReduce(float (&acc)[Codec::kElemsPerVector],
                                               const LamportVec& own, const char* vec,
                                               size_t slotBytes, int rank, int nRanks, Waiter& w,
-                                              volatile int* blockGaveUp) {
+                                              int* blockGaveUp) {
   if constexpr (NRANKS > 0) {
     LamportVec vals[NRANKS];
     pollChunk<NRANKS, false>(vals, own, vec, slotBytes, 0, rank, NRANKS, w, blockGaveUp);
@@ -257,8 +267,11 @@ __device__ __forceinline__ void waitAndReduce(float (&acc)[Codec::kElemsPerVecto
  * The one-shot allreduce. NRANKS = 2, 4, 8 unroll the peer loops; NRANKS = 0 is the generic path
  * for any 2 <= nRanks <= kLamportMaxRanks. Vectors are independent: any grid size is correct on
  * any rank (grids may differ between ranks). A thread publishes all its vectors before it waits on
- * any, and the launcher caps the grid at what the GPU holds at once (occupancy x SMs), so all
- * blocks of a launch are resident together and waits cannot form a cycle.
+ * any. LamportKernelVariant::kBaseline only (kept for A/B timing): the launcher sizes its grid to
+ * full residency (occupancy x SMs), so all of ITS blocks are resident together, but that leaves no
+ * room for a second communicator's kernel: two communicators used in opposite orders on two ranks
+ * then wait on each other until the timeout (issue 10 point 1). The default kernel
+ * (lamport_oneshot_fast.cuh) takes a bounded share of the device instead.
  */
 template <typename T, LamportReduceOp OP, int NRANKS>
 __global__ void __launch_bounds__(kLamportOneShotThreads)

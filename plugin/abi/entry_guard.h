@@ -10,7 +10,7 @@
 #include <new>
 #include <system_error>
 
-#include "plugin/log.h"
+#include "common/log.h"
 
 namespace nccl_lamport {
 

@@ -2,7 +2,7 @@
 // (SIGKILL) or stopped (SIGSTOP) after 200 checked-in calls; the survivor keeps calling and must
 // see its call end within NCCL_LAMPORT_TIMEOUT_MS (3 s here), ncclCommGetAsyncError report an
 // error, ncclCommAbort return within 5 s, and its process exit normally. Two forked ranks, one
-// per GPU, or both on GPU 0 in shared-GPU mode (tests/shared_gpu.h). Each result is printed:
+// per GPU, or both on GPU 0 in shared-GPU mode (tests/gpu/shared_gpu.h). Each result is printed:
 //   fault <kind>: <calls> calls, error after <s> s (<code>), abort <s> s
 // Faults.NcclErrorAnswersTheNextSmallCall: once NCCL itself reports the communicator failed, a
 // small call gets NCCL's error at once (SPEC 4.8, issue 10 point 5).
@@ -22,7 +22,7 @@
 
 #include "bench/rank_launcher.h"
 #include "include/nccl_lamport.h"
-#include "tests/shared_gpu.h"
+#include "tests/gpu/shared_gpu.h"
 
 namespace nccl_lamport {
 namespace gputest {

@@ -6,7 +6,7 @@ with libnccl-lamport.so preloaded and a short NCCL_LAMPORT_TIMEOUT_MS.
 
 Both ranks make 200 bf16 allreduces of 4096 elements (the Lamport path); rank 1 then signals
 itself; rank 0 keeps calling and prints one FAULT_SURVIVOR line when PyTorch raises (or the
-watchdog ends the process first: then torchrun reports it). Shared-GPU mode (tests/shared_gpu.h)
+watchdog ends the process first: then torchrun reports it). Shared-GPU mode (tests/gpu/shared_gpu.h)
 through common.local_device().
 """
 import argparse
@@ -16,7 +16,7 @@ import signal
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "torch"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "clients", "torch"))
 from common import local_device  # noqa: E402
 
 import torch  # noqa: E402

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Bounded libFuzzer runs (issue 10, evidence), with clang (Debian's clang-14 and its libFuzzer):
-#   fuzz_knobs        the knob parsers (plugin/config.h) and NCCL_DEBUG parsing (plugin/log.h)
-#   fuzz_fd_exchange  receiveFd (plugin/fd_exchange.h) against any message a peer socket sends
+#   fuzz_knobs        the knob parsers (common/config.h) and NCCL_DEBUG parsing (common/log.h)
+#   fuzz_fd_exchange  receiveFd (plugin/transport/fd_exchange.h) against any message a peer socket sends
 # each built with -fsanitize=fuzzer,address,undefined and run for SECONDS (default 120) from a
 # small seed corpus. Prints libFuzzer's last status line per target; exits 1 on any finding
 # (the crashing input is kept under OUT_DIR, default /tmp/nccl-lamport-fuzz: make it a test).
@@ -13,8 +13,8 @@ out="${OUT_DIR:-/tmp/nccl-lamport-fuzz}"
 cxx="${CLANGXX:-$(command -v clang++-14 || command -v clang++)}"
 mkdir -p "$out"
 flags=(-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I. -pthread)
-"$cxx" "${flags[@]}" tests/reliability/fuzz_knobs.cc plugin/config.cc plugin/log.cc -o "$out/fuzz_knobs"
-"$cxx" "${flags[@]}" tests/reliability/fuzz_fd_exchange.cc plugin/fd_exchange.cc plugin/log.cc -o "$out/fuzz_fd_exchange"
+"$cxx" "${flags[@]}" tests/reliability/fuzz_knobs.cc common/config.cc common/log.cc -o "$out/fuzz_knobs"
+"$cxx" "${flags[@]}" tests/reliability/fuzz_fd_exchange.cc plugin/transport/fd_exchange.cc common/log.cc -o "$out/fuzz_fd_exchange"
 
 seed() {  # dir, then one seed per argument (printf escapes allowed)
   local dir="$1" i=0

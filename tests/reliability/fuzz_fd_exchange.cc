@@ -1,4 +1,4 @@
-// libFuzzer target: what receiveFd (plugin/fd_exchange.h) makes of any message a peer's socket
+// libFuzzer target: what receiveFd (plugin/transport/fd_exchange.h) makes of any message a peer's socket
 // may send. The input plays the server: byte 0 says how many descriptors to attach (0-3, as
 // SCM_RIGHTS, duplicates of /dev/null) and whether to close before sending; the rest is the
 // payload. Checks that receiveFd returns -1 or one open descriptor, and that no descriptor leaks
@@ -18,8 +18,8 @@
 #include <string>
 #include <thread>
 
-#include "plugin/fd_exchange.h"
-#include "plugin/log.h"
+#include "plugin/transport/fd_exchange.h"
+#include "common/log.h"
 
 namespace {
 

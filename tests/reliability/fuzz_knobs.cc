@@ -1,5 +1,5 @@
-// libFuzzer target: the knob parsers (plugin/config.h) and NCCL_DEBUG / NCCL_DEBUG_SUBSYS
-// (plugin/log.h) on arbitrary text. The input is split at NUL bytes into values; each value goes
+// libFuzzer target: the knob parsers (common/config.h) and NCCL_DEBUG / NCCL_DEBUG_SUBSYS
+// (common/log.h) on arbitrary text. The input is split at NUL bytes into values; each value goes
 // to every single-value parser, and the values in turn fill the environment parseConfig reads.
 // Besides the sanitizers' findings, checks what the parsers promise: a value they accept is
 // within its type, and parseConfig never throws. Built and run by tests/reliability/fuzz.sh.
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "plugin/config.h"
-#include "plugin/log.h"
+#include "common/config.h"
+#include "common/log.h"
 
 namespace {
 

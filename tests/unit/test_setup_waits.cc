@@ -1,4 +1,4 @@
-// How long the waits of a deferred (non-blocking) workspace set-up may last (plugin/setup_control.h,
+// How long the waits of a deferred (non-blocking) workspace set-up may last (plugin/comm/setup_control.h,
 // ExchangeRound): round 1 gives up after NCCL_LAMPORT_TIMEOUT_MS, round 2 only when cancelled, so
 // no rank can publish "ineligible" on its own after its peers agreed (issue 10, points 2 and 4).
 // No GPU: the communicators come from the stand-in NCCL of tests/shim/lifecycle_fake_nccl.c
@@ -16,9 +16,9 @@
 #include <string>
 #include <thread>
 
-#include "plugin/config.h"
-#include "plugin/real_nccl.h"
-#include "plugin/setup_control.h"
+#include "common/config.h"
+#include "plugin/loader/real_nccl.h"
+#include "plugin/comm/setup_control.h"
 
 namespace {
 

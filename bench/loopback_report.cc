@@ -1,0 +1,156 @@
+#include "bench/loopback_report.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace nccl_lamport::bench {
+
+namespace {
+
+std::string formatNumber(const char* fmt, double value) {
+  if (std::isnan(value)) return "-";
+  char text[64];
+  std::snprintf(text, sizeof(text), fmt, value);
+  return text;
+}
+
+nlohmann::json numberOrNull(double value) {
+  return std::isnan(value) ? nlohmann::json(nullptr) : nlohmann::json(value);
+}
+
+std::string padLeft(const std::string& text, size_t width) {
+  return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
+}
+
+}  // namespace
+
+std::vector<LoopbackVariant> loopbackVariants(int nRanks) {
+  std::vector<LoopbackVariant> v;
+  v.push_back({"baseline", true, false, 0, false});
+  v.push_back({"fast", false, false, 0, true});
+  v.push_back({"fast-nopdl", false, false, 0, false});
+  v.push_back({"fast-t256", false, false, 256, true});
+  v.push_back({"fast-t512", false, false, 512, true});
+  (void)nRanks;  // the two-shot variant joins here at nRanks >= 4 once it exists
+  return v;
+}
+
+double loopbackRatio(double baselineUs, double variantUs) {
+  if (!(baselineUs > 0) || !(variantUs > 0)) return LoopbackRow::kNaN;
+  return baselineUs / variantUs;
+}
+
+std::string formatLoopbackHeader(const LoopbackInfo& info, const std::vector<LoopbackVariant>& variants) {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof(line), "# nccl-lamport-bench --loopback %d: %d ranks as %d streams of one process on GPU %d (%s, %d SMs)\n",
+                info.nRanks, info.nRanks, info.nRanks, info.device, info.gpuName.c_str(), info.smCount);
+  out += line;
+  out += "# loopback has NO NVLink hop: peer stores land in local HBM; absolute times are below the multi-GPU ones,\n"
+         "#   kernel and launch changes move both alike (SPEC section 8). Real workspaces, the real kernels and\n"
+         "#   launch function, no NCCL.\n";
+  std::snprintf(line, sizeof(line), "# CUDA runtime %d.%d, driver API %d.%d, driver %s; %s; seed %llu\n",
+                info.cudaRuntimeVersion / 1000, info.cudaRuntimeVersion % 1000 / 10, info.cudaDriverVersion / 1000,
+                info.cudaDriverVersion % 1000 / 10, info.driverRelease.empty() ? "?" : info.driverRelease.c_str(),
+                info.timestampUtc.c_str(), static_cast<unsigned long long>(info.seed));
+  out += line;
+  std::snprintf(line, sizeof(line), "# %s %s; graph: %d calls per graph x %d replays; eager: %d calls; %d reps (median), then MAX over ranks; us per call\n",
+                name(info.options.dtype), name(info.options.op), info.options.graphCalls, info.options.graphReplays,
+                info.options.iters, info.options.reps);
+  out += line;
+  out += "# variants:";
+  for (const LoopbackVariant& v : variants) out += " " + v.name;
+  out += "  (ratio columns: baseline time / variant time, > 1 = faster than baseline)\n";
+  out += "# every variant checked at every size before timing: fresh random inputs, poisoned outputs, fp64 reference,\n"
+         "#   bit-identical across ranks\n";
+  return out;
+}
+
+std::string formatLoopbackTable(const std::vector<LoopbackVariant>& variants, const std::vector<LoopbackRow>& rows,
+                                const BenchOptions& options) {
+  std::string out;
+  const size_t width = 11;
+  auto table = [&](const char* mode, bool graph) {
+    std::string head = "#" + padLeft("bytes", 10) + padLeft("mode", 7);
+    for (const LoopbackVariant& v : variants) head += padLeft(v.name, width);
+    for (size_t i = 1; i < variants.size(); ++i) head += padLeft("x" + variants[i].name, width + 2);
+    head += "  check\n";
+    out += head;
+    for (const LoopbackRow& row : rows) {
+      std::string line = " " + padLeft(formatBytesShort(row.bytes), 10) + padLeft(mode, 7);
+      const std::vector<double>& us = graph ? row.graphUs : row.eagerUs;
+      for (size_t i = 0; i < variants.size(); ++i) line += padLeft(formatNumber("%.2f", i < us.size() ? us[i] : LoopbackRow::kNaN), width);
+      for (size_t i = 1; i < variants.size(); ++i) {
+        const double r = loopbackRatio(us.empty() ? LoopbackRow::kNaN : us[0], i < us.size() ? us[i] : LoopbackRow::kNaN);
+        line += padLeft(formatNumber("%.2fx", r), width + 2);
+      }
+      std::string check = "OK";
+      for (size_t i = 0; i < row.check.size() && i < variants.size(); ++i) {
+        if (row.check[i] != "OK") check = (check == "OK" ? "" : check + "; ") + variants[i].name + ": " + row.check[i];
+      }
+      out += line + "  " + check + "\n";
+    }
+  };
+  if (options.graph()) table("graph", true);
+  if (options.eager()) table("eager", false);
+  return out;
+}
+
+std::string formatLoopbackCsv(const std::vector<LoopbackVariant>& variants, const std::vector<LoopbackRow>& rows) {
+  std::string out = "bytes,count,variant,graph_us,eager_us,graph_x_baseline,eager_x_baseline,check\n";
+  for (const LoopbackRow& row : rows) {
+    for (size_t i = 0; i < variants.size(); ++i) {
+      auto at = [&](const std::vector<double>& v, size_t k) { return k < v.size() ? v[k] : LoopbackRow::kNaN; };
+      auto field = [](double x, const char* fmt) { return std::isnan(x) ? std::string() : formatNumber(fmt, x); };
+      out += std::to_string(row.bytes) + "," + std::to_string(row.count) + "," + variants[i].name + "," +
+             field(at(row.graphUs, i), "%.4f") + "," + field(at(row.eagerUs, i), "%.4f") + "," +
+             field(loopbackRatio(at(row.graphUs, 0), at(row.graphUs, i)), "%.4f") + "," +
+             field(loopbackRatio(at(row.eagerUs, 0), at(row.eagerUs, i)), "%.4f") + "," +
+             (i < row.check.size() ? row.check[i] : std::string("-")) + "\n";
+    }
+  }
+  return out;
+}
+
+nlohmann::json loopbackJson(const LoopbackInfo& info, const std::vector<LoopbackVariant>& variants,
+                            const std::vector<LoopbackRow>& rows) {
+  nlohmann::json doc;
+  doc["mode"] = "loopback";
+  doc["noNvlinkHop"] = true;
+  doc["nRanks"] = info.nRanks;
+  doc["gpu"] = {{"name", info.gpuName}, {"device", info.device}, {"smCount", info.smCount}};
+  doc["versions"] = {{"cudaRuntime", info.cudaRuntimeVersion}, {"cudaDriver", info.cudaDriverVersion},
+                     {"driverRelease", info.driverRelease}};
+  doc["timestampUtc"] = info.timestampUtc;
+  doc["hostname"] = info.hostname;
+  doc["argv"] = info.argv;
+  doc["seed"] = info.seed;
+  doc["options"] = {{"dtype", name(info.options.dtype)}, {"op", name(info.options.op)},
+                    {"graphCalls", info.options.graphCalls}, {"graphReplays", info.options.graphReplays},
+                    {"iters", info.options.iters}, {"reps", info.options.reps}, {"warmup", info.options.warmup},
+                    {"mode", name(info.options.mode)}};
+  nlohmann::json vs = nlohmann::json::array();
+  for (const LoopbackVariant& v : variants) {
+    vs.push_back({{"name", v.name}, {"baseline", v.baseline}, {"twoShot", v.twoShot},
+                  {"blockThreads", v.blockThreads}, {"pdl", v.pdl}});
+  }
+  doc["variants"] = vs;
+  nlohmann::json rs = nlohmann::json::array();
+  for (const LoopbackRow& row : rows) {
+    nlohmann::json r = {{"bytes", row.bytes}, {"count", row.count}, {"ok", row.ok}};
+    for (size_t i = 0; i < variants.size(); ++i) {
+      auto at = [&](const std::vector<double>& v) { return i < v.size() ? v[i] : LoopbackRow::kNaN; };
+      r["variants"][variants[i].name] = {
+          {"graphUs", numberOrNull(at(row.graphUs))},
+          {"eagerUs", numberOrNull(at(row.eagerUs))},
+          {"graphXBaseline", numberOrNull(loopbackRatio(row.graphUs.empty() ? LoopbackRow::kNaN : row.graphUs[0], at(row.graphUs)))},
+          {"eagerXBaseline", numberOrNull(loopbackRatio(row.eagerUs.empty() ? LoopbackRow::kNaN : row.eagerUs[0], at(row.eagerUs)))},
+          {"check", i < row.check.size() ? row.check[i] : std::string("-")}};
+    }
+    rs.push_back(r);
+  }
+  doc["rows"] = rs;
+  return doc;
+}
+
+}  // namespace nccl_lamport::bench

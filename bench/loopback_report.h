@@ -1,0 +1,78 @@
+// nccl-lamport-bench --loopback: the kernel variants it compares and its report (table, CSV,
+// JSON). Host code only, no CUDA: covered by the CPU tests.
+//
+// Loopback = N ranks as N streams of one process on ONE GPU, real workspaces, the real kernels and
+// launch function (launchLamportOneShot), no NCCL (NCCL refuses two ranks on one GPU). The
+// "peer" stores land in local HBM, so there is no NVLink hop: absolute times are below the
+// multi-GPU ones, but kernel and launch changes move both alike (SPEC section 8).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "bench/bench_options.h"
+
+namespace nccl_lamport::bench {
+
+/** One kernel configuration the loopback run times (kernels/lamport_allreduce.h options). */
+struct LoopbackVariant {
+  std::string name;       // column label: "baseline", "fast", "fast-nopdl", "fast-t512", ...
+  bool baseline = false;  // LamportKernelVariant::kBaseline (else kFast)
+  bool twoShot = false;   // the two-shot kernel (nRanks >= 4 only)
+  int blockThreads = 0;   // kFast data threads per block; 0 = the launcher's default
+  bool pdl = true;        // kFast: programmatic dependent launch
+};
+
+/**
+ * The variants of a loopback run at nRanks, baseline first (the ratios are baseline / variant):
+ * baseline, fast, fast without PDL, fast with 256 and 512 data threads, and two-shot where
+ * nRanks >= 4.
+ */
+[[nodiscard]] std::vector<LoopbackVariant> loopbackVariants(int nRanks);
+
+/** One message size: per variant, us per call (MAX over ranks, median over reps); NaN = not run. */
+struct LoopbackRow {
+  static constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  size_t bytes = 0;
+  size_t count = 0;
+  std::vector<double> graphUs;  // indexed like the variants
+  std::vector<double> eagerUs;
+  std::vector<std::string> check;  // per variant: "OK", "-", "12 wrong", "bit-diff", "timed out", ...
+  bool ok = true;
+};
+
+/** Facts printed in the header and stored in the JSON. */
+struct LoopbackInfo {
+  int nRanks = 0;
+  std::string gpuName;
+  int device = 0;
+  int smCount = 0;
+  int cudaRuntimeVersion = 0;
+  int cudaDriverVersion = 0;
+  std::string driverRelease;
+  std::string timestampUtc;
+  std::string hostname;
+  std::vector<std::string> argv;
+  uint64_t seed = 0;
+  BenchOptions options;
+};
+
+/** variant time / baseline time as "baseline / variant" (> 1: faster than baseline); NaN if unknown. */
+[[nodiscard]] double loopbackRatio(double baselineUs, double variantUs);
+/** The "# ..." header, including the no-NVLink-hop line. */
+[[nodiscard]] std::string formatLoopbackHeader(const LoopbackInfo& info,
+                                               const std::vector<LoopbackVariant>& variants);
+/** One table per timing mode: a column per variant, then baseline/variant ratios, then checks. */
+[[nodiscard]] std::string formatLoopbackTable(const std::vector<LoopbackVariant>& variants,
+                                              const std::vector<LoopbackRow>& rows, const BenchOptions& options);
+/** CSV: one line per (size, variant): bytes,count,variant,graph_us,eager_us,graph_x,eager_x,check. */
+[[nodiscard]] std::string formatLoopbackCsv(const std::vector<LoopbackVariant>& variants,
+                                            const std::vector<LoopbackRow>& rows);
+[[nodiscard]] nlohmann::json loopbackJson(const LoopbackInfo& info, const std::vector<LoopbackVariant>& variants,
+                                          const std::vector<LoopbackRow>& rows);
+
+}  // namespace nccl_lamport::bench

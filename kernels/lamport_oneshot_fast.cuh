@@ -1,0 +1,238 @@
+// The default Lamport one-shot kernel (LamportKernelVariant::kFast). Same protocol, workspace and
+// rotation state as lamportOneShotKernel (lamport_oneshot.cuh, kept as kBaseline for A/B timing);
+// what differs is where the fixed cost goes (research/kernel-speed.md sections 1-3):
+//
+//  - Programmatic dependent launch (sm_90+): every thread waits on griddepcontrol.wait before it
+//    reads the rotation state or sendbuff, so the launch itself overlaps the previous kernel on the
+//    stream; launch_dependents right after the pushes lets the next kernel get launched early.
+//  - A dedicated control warp (the block's last warp) reads the rotation state, arrives with one
+//    acq_rel atomic per block and, in the last block, writes the next state with one 16-byte
+//    store. No data thread executes a fence or a returning atomic; nothing host-visible is
+//    read-modified-written per call.
+//  - Each data thread owns up to kFastVectorsPerThread<NRANKS> vectors of the message: it loads
+//    them (kept in registers), publishes them all, clears, then issues the polls of every vector
+//    and every peer before testing any, so their latencies overlap.
+//  - Grid: one launch takes at most 1/kLamportResidencyShare of the device (issue 10 point 1).
+//    Correct for any grid: vectors are grid-strided, and a thread publishes all its vectors before
+//    it waits on any, so a wait never depends on a block that has not published yet being unable
+//    to run (every block of a launch publishes before it waits).
+#pragma once
+
+#include "kernels/lamport_oneshot.cuh"
+
+namespace nccl_lamport {
+
+/** Largest data-thread count per block of the fast kernel (one control warp is added). */
+constexpr int kLamportFastMaxThreads = 512;
+/** Default data threads per block of the fast kernel (measured best on one H200). */
+constexpr int kLamportFastDefaultThreads = 128;
+
+namespace oneshot {
+
+/**
+ * Vectors a data thread keeps in registers and polls together: about 8 live 16-byte vectors per
+ * thread (own input + peers' polls), i.e. 4 at 2 ranks, 2 at 4, 1 at 8 and on the generic path.
+ */
+template <int NRANKS>
+constexpr int kFastVectorsPerThread = NRANKS == 2 ? 4 : NRANKS == 4 ? 2 : 1;
+
+__device__ __forceinline__ void gridDependencyWait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void gridLaunchDependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+/** Returning add with acquire-release semantics at GPU scope (the arrival of one block). */
+__device__ __forceinline__ uint32_t atomicAddAcqRelGpu(uint32_t* p, uint32_t v) {
+  uint32_t old;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
+
+/** Waits for rank r's copies of the K vectors (own ones come from registers), all polls in flight. */
+template <int NRANKS, int K>
+__device__ __forceinline__ void pollVectors(LamportVec (&vals)[K][NRANKS], const LamportVec (&own)[K],
+                                            const char* const (&vec)[K], const bool (&valid)[K],
+                                            size_t slotBytes, int rank, Waiter& w, int* blockGaveUp) {
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+#pragma unroll
+    for (int r = 0; r < NRANKS; ++r) {
+      vals[k][r] = (r == rank || !valid[k]) ? own[k]
+                                            : lamportLoadVolatile(vec[k] + slotIndex(rank, r) * slotBytes);
+    }
+  }
+  for (;;) {
+    bool pending = false;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+#pragma unroll
+      for (int r = 0; r < NRANKS; ++r) {
+        if (r != rank && valid[k] && lamportVecHasEmpty(vals[k][r])) {
+          pending = true;
+          vals[k][r] = lamportLoadVolatile(vec[k] + slotIndex(rank, r) * slotBytes);
+        }
+      }
+    }
+    if (!pending || waiterShouldStop(w, blockGaveUp)) break;
+  }
+}
+
+/** fp32 sum of vals in rank order 0..NRANKS-1, scaled for avg, packed once. */
+template <typename Codec, LamportReduceOp OP, int NRANKS>
+__device__ __forceinline__ LamportVec reduceVector(const LamportVec (&vals)[NRANKS]) {
+  float acc[Codec::kElemsPerVector];
+  accumulateChunk<Codec, NRANKS, false>(acc, vals, 0, NRANKS);
+  if constexpr (OP == LamportReduceOp::kAvg) {
+    const float scale = 1.0f / static_cast<float>(NRANKS);
+#pragma unroll
+    for (int e = 0; e < Codec::kElemsPerVector; ++e) acc[e] *= scale;
+  }
+  return Codec::pack(acc);
+}
+
+}  // namespace oneshot
+
+/**
+ * kFast one-shot allreduce. blockDim.x = data threads + 32 (the control warp is the last warp).
+ * NRANKS = 2, 4, 8 unroll; 0 = generic 2 <= nRanks <= kLamportMaxRanks (one vector per thread per
+ * step, peers polled in chunks). Vector v is handled by data thread v % stride, in groups of K.
+ */
+template <typename T, LamportReduceOp OP, int NRANKS>
+__global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
+    lamportOneShotFastKernel(const __grid_constant__ LamportOneShotArgs args) {
+  using Codec = typename LamportCodecFor<T>::type;
+  constexpr int kElems = Codec::kElemsPerVector;
+  constexpr int K = oneshot::kFastVectorsPerThread<NRANKS>;
+  static_assert(NRANKS == 0 || (NRANKS >= 2 && NRANKS <= kLamportMaxRanks), "bad NRANKS");
+
+  __shared__ LamportDeviceState sState;
+  __shared__ int sGaveUp;
+
+  // Nothing of the previous kernel on this stream may be read before this (PDL).
+  oneshot::gridDependencyWait();
+
+  const int rank = args.rank;
+  const int nRanks = NRANKS > 0 ? NRANKS : args.layout.nRanks;
+  char* const ownBase = args.peerBases[rank];
+  const uint32_t dataThreads = blockDim.x - 32u;
+  const bool control = threadIdx.x >= dataThreads;
+  const size_t bytes = args.count * sizeof(T);
+  const uint32_t nVectors =
+      static_cast<uint32_t>((bytes + kLamportVectorBytes - 1) / kLamportVectorBytes);
+  const size_t slotBytes = args.layout.slotBytes;
+
+  if (threadIdx.x == dataThreads) {  // control lane: the state snapshot
+    const LamportVec s = lamportLoadVolatile(ownBase);
+    sState = LamportDeviceState{s.w[0], s.w[1], s.w[2], s.w[3]};
+    sGaveUp = 0;
+  }
+  const uint32_t tid = blockIdx.x * dataThreads + threadIdx.x;
+  const uint32_t stride = gridDim.x * dataThreads;
+  // First group of input vectors, loaded while the state read is in flight.
+  LamportVec own[K];
+  bool valid[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const uint32_t v = tid + static_cast<uint32_t>(k) * stride;
+    valid[k] = !control && v < nVectors;
+    own[k] = valid[k] ? oneshot::loadInput<Codec>(args.sendbuff, bytes, v) : lamportEmptyVec();
+  }
+  __syncthreads();
+  const uint32_t bufferIndex = sState.bufferIndex;
+
+  if (control) {
+    // ---- Arrival on the control warp: the last block advances the rotation --------------------
+    // Every block's snapshot is taken (barrier above) before its arrival; acq_rel makes the last
+    // block's state write come after every block's read. The next kernel on the stream sees the
+    // new state at the kernel boundary (PDL: its griddepcontrol.wait waits for our completion).
+    if (threadIdx.x == dataThreads) {
+      const bool last =
+          gridDim.x == 1 || oneshot::atomicAddAcqRelGpu(&reinterpret_cast<LamportDeviceState*>(ownBase)->arrivedBlocks,
+                                                        1u) == gridDim.x - 1;
+      if (last) {
+        const LamportVec next{{lamportNextBuffer(bufferIndex), nVectors * static_cast<uint32_t>(kLamportVectorBytes),
+                               0u, sState.roundsDone + 1u}};
+        lamportStoreVolatile(ownBase, next);
+      }
+    }
+    oneshot::gridLaunchDependents();
+    return;
+  }
+
+  const uint32_t dirtyVectors = sState.dirtyBytes / static_cast<uint32_t>(kLamportVectorBytes);
+  const size_t bufferOffset = args.layout.bufferOffset(static_cast<int>(bufferIndex));
+
+  // ---- 1. Publish every vector of this thread (registers first, then any further ones) ---------
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    if (valid[k]) {
+      const uint32_t v = tid + static_cast<uint32_t>(k) * stride;
+      oneshot::publish<NRANKS>(args, nRanks, bufferOffset + static_cast<size_t>(v) * kLamportVectorBytes, own[k]);
+    }
+  }
+  for (uint32_t v = tid + static_cast<uint32_t>(K) * stride; v < nVectors; v += stride) {
+    oneshot::publish<NRANKS>(args, nRanks, bufferOffset + static_cast<size_t>(v) * kLamportVectorBytes,
+                             oneshot::loadInput<Codec>(args.sendbuff, bytes, v));
+  }
+  oneshot::gridLaunchDependents();
+
+  // ---- 2. Clear the previous round's buffer (only what it dirtied) -----------------------------
+  if (dirtyVectors != 0) {
+    char* const clearBase =
+        ownBase + args.layout.bufferOffset(static_cast<int>(lamportBufferToClear(bufferIndex)));
+    const LamportVec empty = lamportEmptyVec();
+    for (int s = 0; s < nRanks - 1; ++s) {
+      char* const slot = clearBase + static_cast<size_t>(s) * slotBytes;
+      for (uint32_t c = tid; c < dirtyVectors; c += stride) {
+        lamportStoreWeak(slot + static_cast<size_t>(c) * kLamportVectorBytes, empty);
+      }
+    }
+  }
+
+  // ---- 3. Wait, reduce, write --------------------------------------------------------------------
+  oneshot::Waiter waiter{args.abortFlag, args.errorFlag, args.timeoutNs, 0, 0, false};
+  const char* const ownBuffer = ownBase + bufferOffset;
+  for (uint32_t first = tid; first < nVectors; first += static_cast<uint32_t>(K) * stride) {
+    const bool inRegisters = first == tid;
+    const char* vec[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const uint32_t v = first + static_cast<uint32_t>(k) * stride;
+      if (!inRegisters) {
+        valid[k] = v < nVectors;
+        own[k] = valid[k] ? oneshot::loadInput<Codec>(args.sendbuff, bytes, v) : lamportEmptyVec();
+      }
+      vec[k] = ownBuffer + static_cast<size_t>(v) * kLamportVectorBytes;
+    }
+    if constexpr (NRANKS > 0) {
+      LamportVec vals[K][NRANKS];
+      oneshot::pollVectors<NRANKS, K>(vals, own, vec, valid, slotBytes, rank, waiter, &sGaveUp);
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        if (valid[k]) {
+          oneshot::storeOutput(args.recvbuff, bytes, first + static_cast<uint32_t>(k) * stride,
+                               oneshot::reduceVector<Codec, OP, NRANKS>(vals[k]));
+        }
+      }
+    } else {
+      static_assert(NRANKS > 0 || K == 1, "the generic path handles one vector per step");
+      float acc[kElems];
+      oneshot::waitAndReduce<Codec, 0>(acc, own[0], vec[0], slotBytes, rank, nRanks, waiter, &sGaveUp);
+      if constexpr (OP == LamportReduceOp::kAvg) {
+        const float scale = 1.0f / static_cast<float>(nRanks);
+#pragma unroll
+        for (int e = 0; e < kElems; ++e) acc[e] *= scale;
+      }
+      oneshot::storeOutput(args.recvbuff, bytes, first, Codec::pack(acc));
+    }
+  }
+}
+
+}  // namespace nccl_lamport

@@ -1,0 +1,184 @@
+// The hot path: ncclAllReduce (SPEC 4.6 - 4.8).
+//
+// The decision depends only on values identical on every rank (count, datatype, op, the
+// communicator's agreed state and routing table), never on pointers, streams, capture state or
+// timing, so ranks cannot diverge. Invalid arguments go to NCCL, so users see NCCL's own errors.
+// Inside ncclGroupStart/End our kernel is launched at call time, i.e. before the NCCL work of the
+// same group on that stream; this order is the same on every rank (README, "Groups").
+#include <cuda_runtime_api.h>
+
+#include <mutex>
+
+#include "include/nccl_lamport.h"
+#include "kernels/lamport_allreduce.h"
+#include "plugin/abi/entry_guard.h"
+#include "plugin/comm/comm_registry.h"
+#include "plugin/comm/cuda_guards.h"
+#include "plugin/comm/deferred_setup.h"
+#include "plugin/abi/export.h"
+#include "plugin/interpose/interpose_state.h"
+#include "common/log.h"
+#include "plugin/loader/real_nccl.h"
+#include "tuner/routing.h"
+
+namespace nccl_lamport {
+
+namespace {
+
+LamportDataType toLamportType(ncclDataType_t datatype) {
+  switch (datatype) {
+    case ncclFloat16: return LamportDataType::kFloat16;
+    case ncclBfloat16: return LamportDataType::kBFloat16;
+    default: return LamportDataType::kFloat32;
+  }
+}
+
+/** The capture id of stream (0 when it is not capturing), or false if CUDA cannot tell. */
+bool captureIdOf(cudaStream_t stream, unsigned long long* id) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  *id = 0;
+  if (cudaStreamGetCaptureInfo(stream, &status, id) != cudaSuccess) return false;
+  if (status == cudaStreamCaptureStatusNone) *id = 0;
+  return status != cudaStreamCaptureStatusInvalidated;
+}
+
+/**
+ * Under lc.orderMutex, before the launch on `stream` (capture id `captureId`): orders it after the
+ * communicator's previous Lamport call when that one went to another stream. Uncaptured: a wait
+ * on doneEvent, recorded after that call (the old stream handle is never touched: the user may
+ * have destroyed it). Both in one capture (same id): an event recorded on the old stream, which
+ * that capture keeps alive. Anything else (two different captures, or a capture and an
+ * uncaptured call) cannot be ordered without invalidating the user's capture: left as it is,
+ * said once, and tear-down then waits for the device. Costs nothing while the stream stays the same.
+ */
+void orderAfterPreviousCall(LamportComm& lc, cudaStream_t stream, unsigned long long captureId) {
+  // A null stream is the legacy default stream, a real stream: only "no call yet" skips this.
+  if (!lc.hasLastStream || lc.lastStream == stream || lc.doneEvent == nullptr) return;
+  cudaError_t err = cudaErrorNotSupported;
+  if (captureId == 0 && lc.lastCaptureId == 0) {
+    err = cudaStreamWaitEvent(stream, lc.doneEvent, 0);
+  } else if (captureId == lc.lastCaptureId) {
+    err = cudaEventRecord(lc.orderEvent, lc.lastStream);
+    if (err == cudaSuccess) err = cudaStreamWaitEvent(stream, lc.orderEvent, 0);
+  }
+  if (err != cudaSuccess) {
+    cudaGetLastError();  // not sticky; keep it from surfacing in the user's next check
+    lc.untrackedCalls.store(true, std::memory_order_relaxed);
+    if (!lc.streamWarned.exchange(true)) {
+      LAMPORT_INFO(kSubsysColl,
+                   "comm %p rank %d: allreduce calls alternate between streams that cannot be ordered "
+                   "(%s); order them yourself (events) or use one stream per communicator",
+                   static_cast<void*>(lc.comm), lc.rank,
+                   err == cudaErrorNotSupported ? "different stream captures" : cudaGetErrorString(err));
+    }
+  }
+}
+
+/** The real ncclCommGetAsyncError says ncclSuccess for comm (a couple of atomic loads in NCCL). */
+bool ncclReportsReady(ncclComm_t comm) {
+  static const auto getAsyncError = REAL_NCCL(ncclCommGetAsyncError);
+  ncclResult_t state = ncclSuccess;
+  return getAsyncError == nullptr || (getAsyncError(comm, &state) == ncclSuccess && state == ncclSuccess);
+}
+
+/** Runs one allreduce on the Lamport kernel of lc, on lc's device, leaving the caller's current
+ *  device as it was. */
+ncclResult_t launchOneShot(LamportComm& lc, const void* sendbuff, void* recvbuff, size_t count,
+                           ncclDataType_t datatype, ncclRedOp_t op, cudaStream_t stream) {
+  ncclResult_t asyncError = lamportAsyncError(lc);
+  if (asyncError != ncclSuccess) return asyncError;
+  unsigned long long captureId = 0;
+  if (!captureIdOf(stream, &captureId)) {
+    cudaGetLastError();
+    return ncclUnhandledCudaError;
+  }
+
+  LamportOneShotArgs args = lc.launchTemplate;
+  args.sendbuff = sendbuff;
+  args.recvbuff = recvbuff;
+  args.count = count;
+  args.datatype = toLamportType(datatype);
+  args.op = op == ncclAvg ? LamportReduceOp::kAvg : LamportReduceOp::kSum;
+
+  cudaError_t err;
+  {
+    ScopedDevice onCommDevice(lc.cudaDev);
+    std::lock_guard<std::mutex> ordering(lc.orderMutex);
+    orderAfterPreviousCall(lc, stream, captureId);
+    err = launchLamportOneShot(args, stream);
+    if (err == cudaSuccess) {
+      lc.lastStream = stream;
+      lc.hasLastStream = true;
+      lc.lastCaptureId = captureId;
+      // Uncaptured: the completion mark tear-down and the next call on another stream wait on.
+      // Captured: a graph replays anywhere, any time; tear-down falls back to the device.
+      if (captureId != 0 || cudaEventRecord(lc.doneEvent, stream) != cudaSuccess) {
+        cudaGetLastError();
+        lc.untrackedCalls.store(true, std::memory_order_relaxed);
+      }
+    }
+  }
+  if (err != cudaSuccess) {
+    LAMPORT_WARN("comm %p rank %d: Lamport kernel launch failed: %s", static_cast<void*>(lc.comm), lc.rank,
+                 cudaGetErrorString(err));
+    return ncclUnhandledCudaError;
+  }
+  lc.lamportCalls.fetch_add(1, std::memory_order_relaxed);
+  // Like NCCL's own per-collective line: INFO, subsystem COLL (NCCL_DEBUG_SUBSYS=COLL shows it).
+  LAMPORT_INFO(kSubsysColl, "AllReduce comm %p rank %d count %zu datatype %d op %d stream %p: Lamport one-shot",
+               static_cast<void*>(lc.comm), lc.rank, count, static_cast<int>(datatype), static_cast<int>(op),
+               static_cast<void*>(stream));
+  return ncclSuccess;
+}
+
+}  // namespace
+
+AllReducePath pathFor(const LamportComm* lc, size_t count, ncclDataType_t datatype, ncclRedOp_t op) {
+  if (lc == nullptr || !interposerEnabled()) return AllReducePath::kNccl;
+  // After ncclCommFinalize (collective, so every rank is past the same call) NCCL answers.
+  if (lc->finalized.load(std::memory_order_relaxed)) return AllReducePath::kNccl;
+  return routeAllReduce(lc->table, lc->eligible, lc->nRanks, datatype, op, count);
+}
+
+}  // namespace nccl_lamport
+
+using namespace nccl_lamport;
+
+NCCL_LAMPORT_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                               ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                               cudaStream_t stream) try {
+  static const auto real = REAL_NCCL(ncclAllReduce);
+  if (real == nullptr) {
+    LAMPORT_WARN("ncclAllReduce: the real NCCL function was not found (is libnccl loaded?)");
+    return ncclSystemError;
+  }
+  std::shared_ptr<LamportComm> lc =
+      interposerEnabled() && comm != nullptr ? CommRegistry::instance().find(comm) : nullptr;
+  // A non-blocking split's child used before anything told us about it (plugin/comm/deferred_setup.h).
+  if (lc == nullptr && comm != nullptr && interposerEnabled() && adoptPendingChild(comm)) {
+    lc = CommRegistry::instance().find(comm);
+  }
+  if (lc != nullptr && lc->setupPending.load(std::memory_order_acquire)) {
+    // Used before our ncclCommGetAsyncError reported it ready. Not ready for NCCL either: NCCL's
+    // answer. Ready for NCCL: our set-up thread may be using the communicator, so wait for it;
+    // every rank then routes this call the same way.
+    ncclResult_t result = ncclSuccess;
+    if (waitForDeferredSetup(comm, [&] { return real(sendbuff, recvbuff, count, datatype, op, comm, stream); },
+                             &result) == PendingCall::kAnswered) {
+      return result;
+    }
+    lc = CommRegistry::instance().find(comm);
+  }
+  if (lc == nullptr) return real(sendbuff, recvbuff, count, datatype, op, comm, stream);
+  // Null buffers are invalid arguments: NCCL reports them with its own code and message. So is a
+  // communicator NCCL has marked failed (or has an operation in progress on): NCCL answers every
+  // collective with that state first (ncclCommEnsureReady), so it gets the call.
+  if (pathFor(lc.get(), count, datatype, op) != AllReducePath::kLamportOneShot || sendbuff == nullptr ||
+      recvbuff == nullptr || !ncclReportsReady(comm)) {
+    lc->ncclCalls.fetch_add(1, std::memory_order_relaxed);
+    return real(sendbuff, recvbuff, count, datatype, op, comm, stream);
+  }
+  return launchOneShot(*lc, sendbuff, recvbuff, count, datatype, op, stream);
+} catch (...) {
+  return resultOfException("ncclAllReduce");
+}

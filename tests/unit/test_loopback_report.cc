@@ -1,0 +1,75 @@
+// CPU tests of nccl-lamport-bench --loopback's report logic (bench/loopback_report.h): the variant
+// list, baseline ratios, and that the table, CSV and JSON carry every variant and the no-NVLink
+// note.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "bench/loopback_report.h"
+
+namespace nccl_lamport::bench {
+namespace {
+
+TEST(LoopbackReport, VariantsStartWithTheBaselineAndNamesAreUnique) {
+  for (int n : {2, 4, 8}) {
+    const std::vector<LoopbackVariant> v = loopbackVariants(n);
+    ASSERT_GE(v.size(), 3u);
+    EXPECT_TRUE(v[0].baseline);
+    EXPECT_EQ(v[0].name, "baseline");
+    for (size_t i = 1; i < v.size(); ++i) {
+      EXPECT_FALSE(v[i].baseline) << v[i].name;
+      for (size_t j = 0; j < i; ++j) EXPECT_NE(v[i].name, v[j].name);
+    }
+    bool fastWithPdl = false, fastWithoutPdl = false;
+    for (const LoopbackVariant& x : v) {
+      fastWithPdl |= !x.baseline && !x.twoShot && x.pdl && x.blockThreads == 0;
+      fastWithoutPdl |= !x.baseline && !x.twoShot && !x.pdl;
+      if (x.twoShot) EXPECT_GE(n, 4) << "two-shot only from 4 ranks";
+    }
+    EXPECT_TRUE(fastWithPdl);
+    EXPECT_TRUE(fastWithoutPdl);
+  }
+}
+
+TEST(LoopbackReport, RatioIsBaselineOverVariant) {
+  EXPECT_DOUBLE_EQ(loopbackRatio(3.0, 1.5), 2.0);
+  EXPECT_TRUE(std::isnan(loopbackRatio(LoopbackRow::kNaN, 1.0)));
+  EXPECT_TRUE(std::isnan(loopbackRatio(2.0, 0.0)));
+}
+
+TEST(LoopbackReport, TableCsvAndJsonCarryEveryVariant) {
+  const std::vector<LoopbackVariant> variants = loopbackVariants(2);
+  LoopbackRow row;
+  row.bytes = 8192;
+  row.count = 4096;
+  for (size_t i = 0; i < variants.size(); ++i) {
+    row.graphUs.push_back(2.0 + i);
+    row.eagerUs.push_back(LoopbackRow::kNaN);
+    row.check.push_back(i == 1 ? "3 wrong" : "OK");
+  }
+  BenchOptions o;
+  o.mode = TimingMode::kGraph;
+  const std::string table = formatLoopbackTable(variants, {row}, o);
+  for (const LoopbackVariant& v : variants) EXPECT_NE(table.find(v.name), std::string::npos) << v.name;
+  EXPECT_NE(table.find("0.67x"), std::string::npos) << table;  // 2.0 / 3.0
+  EXPECT_NE(table.find(variants[1].name + ": 3 wrong"), std::string::npos) << table;
+  EXPECT_EQ(table.find("eager"), std::string::npos) << "graph-only run prints no eager table";
+
+  const std::string csv = formatLoopbackCsv(variants, {row});
+  EXPECT_EQ(csv.rfind("bytes,count,variant,", 0), 0u);
+  EXPECT_NE(csv.find("8192,4096,baseline,2.0000,,1.0000,,OK"), std::string::npos) << csv;
+
+  LoopbackInfo info;
+  info.nRanks = 2;
+  info.options = o;
+  const nlohmann::json doc = loopbackJson(info, variants, {row});
+  EXPECT_TRUE(doc["noNvlinkHop"].get<bool>());
+  EXPECT_EQ(doc["rows"][0]["variants"]["baseline"]["graphUs"].get<double>(), 2.0);
+  EXPECT_TRUE(doc["rows"][0]["variants"]["baseline"]["eagerUs"].is_null());
+  EXPECT_EQ(doc["variants"].size(), variants.size());
+  EXPECT_NE(formatLoopbackHeader(info, variants).find("NO NVLink hop"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nccl_lamport::bench
