@@ -16,6 +16,6 @@ target_link_libraries(test_bench_logic PRIVATE lamport_bench_logic GTest::gtest_
 gtest_discover_tests(test_bench_logic PROPERTIES LABELS cpu)
 
 # nccl-lamport-bench --loopback's report logic (bench/loopback_report.h).
-add_executable(test_loopback_report ${CMAKE_CURRENT_LIST_DIR}/unit/test_loopback_report.cc)
+add_executable(test_loopback_report ${CMAKE_CURRENT_LIST_DIR}/test_loopback_report.cc)
 target_link_libraries(test_loopback_report PRIVATE lamport_bench_logic GTest::gtest_main)
 gtest_discover_tests(test_loopback_report PROPERTIES LABELS cpu)
