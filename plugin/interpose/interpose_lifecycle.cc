@@ -85,12 +85,14 @@ constexpr uint64_t kAbortWaitMs = 2000;
  *  ends (NCCL 2.28), so it is picked up later (plugin/comm/deferred_setup.h, watchPendingChild). */
 void onChildCreated(ncclResult_t result, ncclComm_t parent, ncclComm_t* newcomm, bool blocking) {
   if (newcomm == nullptr) return;
-  // NCCL 2.28 returns ncclSuccess or ncclInProgress here and writes the child later.
-  if (!blocking && (result == ncclSuccess || result == ncclInProgress) && *newcomm == nullptr) {
+  // NCCL 2.28 returns ncclSuccess or ncclInProgress here and writes the child later, from its own
+  // thread: read it atomically (ThreadSanitizer saw the plain read race with that write).
+  const ncclComm_t child = __atomic_load_n(newcomm, __ATOMIC_ACQUIRE);
+  if (!blocking && (result == ncclSuccess || result == ncclInProgress) && child == nullptr) {
     watchPendingChild(parent, newcomm);
     return;
   }
-  onCommCreated(result, *newcomm, blocking);
+  onCommCreated(result, child, blocking);
 }
 
 /** What we keep under a communicator's handle, taken while the handle is still its own. */

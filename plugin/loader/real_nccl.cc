@@ -16,7 +16,13 @@ namespace {
 // A library we load binds its own symbols first (RTLD_DEEPBIND): NCCL's calls of its own public
 // API must not land in our exported wrappers. RTLD_LOCAL keeps it out of the global scope, where
 // it could shadow an NCCL the application loads later.
+// The sanitizers' runtimes refuse RTLD_DEEPBIND (google/sanitizers#611), so a sanitizer build
+// (NCCL_LAMPORT_SANITIZE, tests only) loads without it.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr int kOwnLoadFlags = RTLD_NOW | RTLD_LOCAL;
+#else
 constexpr int kOwnLoadFlags = RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND;
+#endif
 
 /** How the NCCL in use was found (logged once). */
 enum class Source { kNone, kGlobalScope, kAlreadyLoaded, kConfiguredPath, kLoaderSearch };

@@ -48,7 +48,7 @@ set_tests_properties(shim_lifecycle.env-makes-nonblocking PROPERTIES LABELS cpu 
 # The set-up's wait bounds per exchange round (issue 10, points 2 and 4), against the same stand-in.
 add_executable(shim_setup_waits ${CMAKE_CURRENT_LIST_DIR}/../unit/test_setup_waits.cc)
 target_include_directories(shim_setup_waits PRIVATE ${PROJECT_SOURCE_DIR})
-target_link_libraries(shim_setup_waits PRIVATE lamport_plugin CUDA::cudart_static GTest::gtest_main Threads::Threads)
-add_dependencies(shim_setup_waits shim_lifecycle_fake_nccl)
-target_compile_definitions(shim_setup_waits PRIVATE FAKE_NCCL_PATH="$<TARGET_FILE:shim_lifecycle_fake_nccl>")
+# Linked to the stand-in: the plugin finds its pnccl* in the global scope (no dlopen by path).
+target_link_libraries(shim_setup_waits PRIVATE lamport_plugin shim_lifecycle_fake_nccl CUDA::cudart_static
+                      GTest::gtest_main Threads::Threads)
 gtest_discover_tests(shim_setup_waits PROPERTIES LABELS cpu TIMEOUT 60 DISCOVERY_TIMEOUT 60)

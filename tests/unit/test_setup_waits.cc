@@ -2,7 +2,7 @@
 // ExchangeRound): round 1 gives up after NCCL_LAMPORT_TIMEOUT_MS, round 2 only when cancelled, so
 // no rank can publish "ineligible" on its own after its peers agreed (issue 10, points 2 and 4).
 // No GPU: the communicators come from the stand-in NCCL of tests/shim/lifecycle_fake_nccl.c
-// (NCCL_LAMPORT_NCCL_PATH), which reports one "in progress" until FAKE_READY_MS after its init;
+// (linked: its pnccl* are in the global scope), which reports one "in progress" until FAKE_READY_MS after its init;
 // the stream waits poll a query function instead of a CUDA stream. NCCL_LAMPORT_TIMEOUT_MS=100.
 #include <gtest/gtest.h>
 #include <nccl.h>
@@ -27,7 +27,6 @@ constexpr uint64_t kTimeoutMs = 100;  // NCCL_LAMPORT_TIMEOUT_MS of this test
 
 // Before anything reads the configuration (once per process).
 [[maybe_unused]] const bool kEnvironmentSet = [] {
-  setenv("NCCL_LAMPORT_NCCL_PATH", FAKE_NCCL_PATH, 1);
   setenv("NCCL_LAMPORT_TIMEOUT_MS", std::to_string(kTimeoutMs).c_str(), 1);
   return true;
 }();
@@ -59,7 +58,12 @@ std::optional<T> within(std::chrono::milliseconds limit, F f) {
 
 double secondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-TEST(SetupWaits, ConfiguredForTheTest) { ASSERT_EQ(nccl_lamport::globalConfig().timeoutMs, kTimeoutMs); }
+TEST(SetupWaits, ConfiguredForTheTest) {
+  ASSERT_EQ(nccl_lamport::globalConfig().timeoutMs, kTimeoutMs);
+  int version = 0;
+  ASSERT_EQ(pncclGetVersion(&version), ncclSuccess);  // also keeps the linked stand-in DT_NEEDED
+  EXPECT_EQ(version, 22809) << "not the stand-in NCCL";
+}
 
 // A peer that died after init keeps NCCL's enqueue of round 1 waiting: round 1 gives up.
 TEST(SetupWaits, RoundOneEnqueueGivesUpAfterTheTimeout) {
