@@ -22,6 +22,9 @@
 #              under torchrun with the hooks on, compared with stock: "entry points ... hooked"
 #              on both ranks and "Lamport one-shot ON" required (the set-up inside the tuner's
 #              init); in shared-GPU mode NCCL_LAMPORT_TEST_SHARED_GPU=1 lets it past nNodes > 1
+#   faults     tests/reliability/fault_torch.py under torchrun with PyTorch's watchdog: one rank
+#              SIGKILLed / SIGSTOPped during Lamport calls; the job must end within FAULT_LIMIT s
+#              (not in the default list; the native fault tests are test_gpu_faults, part gtest)
 # NCCL_LAMPORT_TEST_SHARED_GPU=1: shared-GPU mode (tests/gpu/shared_gpu.h), for a machine with one GPU:
 # the forked GPU tests and the two-rank Python checks put both ranks on GPU 0, each with its own
 # NCCL_HOSTID (NCCL joins them over sockets on loopback), NCCL_LAMPORT_REQUIRE_NVLINK=0. Results
@@ -388,6 +391,30 @@ run_tuner() {
   compare_dirs "tuner stock vs hooks" "$RESULTS/tuner-stock" "$RESULTS/tuner-hooks" "$tlog"
 }
 
+run_faults() {
+  local flog="$OUT/faults.log"
+  : >"$flog"
+  for fault in kill stop; do
+    local out t0 rc status=PASS why=""
+    out=$(mktemp)
+    t0=$SECONDS
+    echo "=== fault $fault" >>"$flog"
+    LD_PRELOAD="$SO" TORCH_NCCL_ASYNC_ERROR_HANDLING=1 NCCL_LAMPORT_TIMEOUT_MS=3000 NCCL_DEBUG=INFO \
+      NCCL_DEBUG_SUBSYS=INIT PYTHONUNBUFFERED=1 \
+      OMP_NUM_THREADS=1 timeout -k 10 "${FAULT_LIMIT:-180}" torchrun --standalone --nproc_per_node=2 \
+      tests/reliability/fault_torch.py --fault "$fault" >"$out" 2>&1
+    rc=$?
+    cat "$out" >>"$flog"
+    [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && why+=" the job did not end within ${FAULT_LIMIT:-180} s"
+    grep -q "FAULT rank 1: sending" "$out" || why+=" the fault never happened"
+    grep -q "Lamport one-shot ON" "$out" || grep -q "calls ran on Lamport kernels" "$out" ||
+      why+=" no sign of the Lamport path (NCCL_DEBUG=INFO shows it)"
+    [ -n "$why" ] && status=FAIL && fail
+    note "fault $fault (torchrun): $status in $((SECONDS - t0)) s, rc=$rc |$(grep -m1 FAULT_SURVIVOR "$out" | cut -c1-160)$why"
+    rm -f "$out"
+  done
+}
+
 IFS=, read -ra parts <<<"$PARTS"
 parts_passed=0
 parts_failed=0
@@ -395,7 +422,7 @@ parts_skipped=0
 suite_t0=$SECONDS
 for part in "${parts[@]}"; do
   if ! declare -F "run_$part" >/dev/null; then
-    note "part $part: unknown (known: gtest bench nccltests torch clients pynccl jax tuner)"
+    note "part $part: unknown (known: gtest bench nccltests torch clients pynccl jax tuner faults)"
     parts_failed=$((parts_failed + 1))
     continue
   fi

@@ -10,10 +10,26 @@
 #include "tuner/displaced_tuner.h"
 #include "tuner/tuner_impl.h"
 
+#include <exception>
+
 namespace nccl_lamport {
 namespace {
 
 constexpr const char* kTunerName = "lamport";
+
+/** Inside a catch block: no exception may reach NCCL through the C ABI (issue 10, point 7). WARNs
+ *  and returns `result`: an init fails (NCCL then runs without this tuner), a getCollInfo or a
+ *  finalize succeeds having changed nothing (NCCL's own choice stands). */
+ncclResult_t tunerException(const char* entry, ncclResult_t result) noexcept {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    LAMPORT_WARN("tuner %s: %s", entry, e.what());
+  } catch (...) {
+    LAMPORT_WARN("tuner %s: unknown exception", entry);
+  }
+  return result;
+}
 
 TunerCommInfo commInfoWithoutId(int abiVersion, size_t nRanks, size_t nNodes) {
   TunerCommInfo comm;
@@ -69,78 +85,100 @@ void chainDisplaced(int version, void** context, CallInit callInit) {
 float* costEntries(float** collCostTable) { return reinterpret_cast<float*>(collCostTable); }
 
 // ---- v2: NCCL 2.21 ------------------------------------------------------------------------
-ncclResult_t initV2(size_t nRanks, size_t nNodes, abi::TunerLogger logger, void** context) {
+ncclResult_t initV2(size_t nRanks, size_t nNodes, abi::TunerLogger logger, void** context) try {
   return tunerInit(commInfoWithoutId(2, nRanks, nNodes), logger, context);
+} catch (...) {
+  return tunerException("initV2", ncclSuccess);
 }
 
 ncclResult_t getCollInfoV2(void* context, abi::TunerFunc collType, size_t nBytes,
                            int /*collNetSupport*/, int /*nvlsSupport*/, int numPipeOps,
-                           int* /*algorithm*/, int* /*protocol*/, int* nChannels) {
+                           int* /*algorithm*/, int* /*protocol*/, int* nChannels) try {
   // v2 has no cost table; leaving algorithm/protocol untouched keeps NCCL's choice.
   return tunerGetCollInfo(context, collType, nBytes, numPipeOps, nullptr, 0, 0, 0, nChannels);
+} catch (...) {
+  return tunerException("getCollInfoV2", ncclSuccess);
 }
 
 // ---- v3: NCCL 2.22 - 2.23 -----------------------------------------------------------------
-ncclResult_t initV3(size_t nRanks, size_t nNodes, abi::TunerLogger logger, void** context) {
+ncclResult_t initV3(size_t nRanks, size_t nNodes, abi::TunerLogger logger, void** context) try {
   return tunerInit(commInfoWithoutId(3, nRanks, nNodes), logger, context);
+} catch (...) {
+  return tunerException("initV3", ncclSuccess);
 }
 
 ncclResult_t getCollInfoV3(void* context, abi::TunerFunc collType, size_t nBytes, int numPipeOps,
-                           float** collCostTable, int numAlgo, int numProto, int* nChannels) {
+                           float** collCostTable, int numAlgo, int numProto, int* nChannels) try {
   return tunerGetCollInfo(context, collType, nBytes, numPipeOps, costEntries(collCostTable),
                           numAlgo, numProto, 0, nChannels);
+} catch (...) {
+  return tunerException("getCollInfoV3", ncclSuccess);
 }
 
 // ---- v4: NCCL 2.24 - 2.27 -----------------------------------------------------------------
-ncclResult_t initV4(size_t nRanks, size_t nNodes, abi::TunerLogger logger, void** context) {
+ncclResult_t initV4(size_t nRanks, size_t nNodes, abi::TunerLogger logger, void** context) try {
   return tunerInit(commInfoWithoutId(4, nRanks, nNodes), logger, context);
+} catch (...) {
+  return tunerException("initV4", ncclSuccess);
 }
 
 // ---- v4, v5 and v6 share getCollInfo's signature ------------------------------------------
 ncclResult_t getCollInfoV4(void* context, abi::TunerFunc collType, size_t nBytes, int numPipeOps,
                            float** collCostTable, int numAlgo, int numProto, int regBuff,
-                           int* nChannels) {
+                           int* nChannels) try {
   return tunerGetCollInfo(context, collType, nBytes, numPipeOps, costEntries(collCostTable),
                           numAlgo, numProto, regBuff, nChannels);
+} catch (...) {
+  return tunerException("getCollInfoV4", ncclSuccess);
 }
 
 // ---- v5: NCCL 2.28 - 2.29 -----------------------------------------------------------------
 ncclResult_t initV5(void** context, uint64_t commId, size_t nRanks, size_t nNodes,
                     abi::TunerLogger logger, abi::NvlDomainInfoV5* nvlDomainInfo,
-                    abi::TunerConstantsV5* constants /* ours leaves it as NCCL set it */) {
+                    abi::TunerConstantsV5* constants /* ours leaves it as NCCL set it */) try {
   tunerInitFromNccl(commInfoWithId(5, commId, nRanks, nNodes, nvlDomainInfo), logger, context,
                     __builtin_return_address(0));
   chainDisplaced<abi::TunerV5>(5, context, [&](const abi::TunerV5* t, void** inner) {
     return t->init(inner, commId, nRanks, nNodes, logger, nvlDomainInfo, constants);
   });
   return ncclSuccess;
+} catch (...) {
+  return tunerException("initV5", ncclSuccess);
 }
 
 // ---- v6: NCCL 2.30+ -----------------------------------------------------------------------
 ncclResult_t initV6(void** context, uint64_t commId, size_t nRanks, size_t nNodes,
                     abi::TunerLogger logger, abi::NvlDomainInfoV6* nvlDomainInfo,
-                    abi::TunerConstantsV6* constants /* ours leaves it as NCCL set it */) {
+                    abi::TunerConstantsV6* constants /* ours leaves it as NCCL set it */) try {
   tunerInitFromNccl(commInfoWithId(6, commId, nRanks, nNodes, nvlDomainInfo), logger, context,
                     __builtin_return_address(0));
   chainDisplaced<abi::TunerV6>(6, context, [&](const abi::TunerV6* t, void** inner) {
     return t->init(inner, commId, nRanks, nNodes, logger, nvlDomainInfo, constants);
   });
   return ncclSuccess;
+} catch (...) {
+  return tunerException("initV6", ncclSuccess);
 }
 
 // ---- v7: NCCL 2.32+ (v6 with a fifth compute-capability row in the constants) ---------------
 ncclResult_t initV7(void** context, uint64_t commId, size_t nRanks, size_t nNodes,
                     abi::TunerLogger logger, abi::NvlDomainInfoV7* nvlDomainInfo,
-                    abi::TunerConstantsV7* constants /* ours leaves it as NCCL set it */) {
+                    abi::TunerConstantsV7* constants /* ours leaves it as NCCL set it */) try {
   tunerInitFromNccl(commInfoWithId(7, commId, nRanks, nNodes, nvlDomainInfo), logger, context,
                     __builtin_return_address(0));
   chainDisplaced<abi::TunerV7>(7, context, [&](const abi::TunerV7* t, void** inner) {
     return t->init(inner, commId, nRanks, nNodes, logger, nvlDomainInfo, constants);
   });
   return ncclSuccess;
+} catch (...) {
+  return tunerException("initV7", ncclSuccess);
 }
 
-ncclResult_t finalize(void* context) { return tunerFinalize(context); }
+ncclResult_t finalize(void* context) try {
+  return tunerFinalize(context);
+} catch (...) {
+  return tunerException("finalize", ncclSuccess);
+}
 
 }  // namespace
 }  // namespace nccl_lamport

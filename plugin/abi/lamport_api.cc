@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "include/nccl_lamport.h"
+#include "plugin/abi/entry_guard.h"
 #include "plugin/comm/comm_registry.h"
 #include "plugin/abi/export.h"
 #include "plugin/interpose/interpose_state.h"
@@ -11,7 +12,7 @@
 using namespace nccl_lamport;
 
 NCCL_LAMPORT_EXPORT ncclResult_t ncclLamportGetAllReducePath(ncclComm_t comm, size_t count, ncclDataType_t datatype,
-                                                             ncclRedOp_t op, ncclLamportPath_t* path) {
+                                                             ncclRedOp_t op, ncclLamportPath_t* path) try {
   if (path == nullptr) return ncclInvalidArgument;
   const std::shared_ptr<LamportComm> lc = comm != nullptr ? CommRegistry::instance().find(comm) : nullptr;
   switch (pathFor(lc.get(), count, datatype, op)) {
@@ -20,9 +21,11 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclLamportGetAllReducePath(ncclComm_t comm, si
     default: *path = ncclLamportPathNccl; break;
   }
   return ncclSuccess;
+} catch (...) {
+  return resultOfException("ncclLamportGetAllReducePath");
 }
 
-NCCL_LAMPORT_EXPORT ncclResult_t ncclLamportGetCommInfo(ncclComm_t comm, ncclLamportCommInfo_t* info) {
+NCCL_LAMPORT_EXPORT ncclResult_t ncclLamportGetCommInfo(ncclComm_t comm, ncclLamportCommInfo_t* info) try {
   if (info == nullptr) return ncclInvalidArgument;
   memset(info, 0, sizeof(*info));
   const std::shared_ptr<LamportComm> lc = comm != nullptr ? CommRegistry::instance().find(comm) : nullptr;
@@ -37,6 +40,8 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclLamportGetCommInfo(ncclComm_t comm, ncclLam
   info->ncclCalls = lc->ncclCalls.load(std::memory_order_relaxed);
   snprintf(info->reason, sizeof(info->reason), "%s", lc->reason.c_str());
   return ncclSuccess;
+} catch (...) {
+  return resultOfException("ncclLamportGetCommInfo");
 }
 
 // Active: our wrappers are in NCCL's call path (preloaded, loaded as NCCL, or tuner activation's

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -55,13 +56,23 @@ struct LamportComm {
   /** A placeholder of a non-blocking communicator whose set-up has not finished
    *  (plugin/comm/deferred_setup.h); the published entry replaces it. */
   std::atomic<bool> setupPending{false};
-  /** Stream of the last call we launched, and an event to order a call on another stream after
-   *  it: NCCL serialises a communicator's operations whatever their streams, and two Lamport
-   *  rounds of one communicator must never overlap. */
+  /** Where the last call we launched went, under orderMutex: NCCL serialises a communicator's
+   *  operations whatever their streams, and two Lamport rounds of one communicator must never
+   *  overlap (plugin/interpose/interpose_allreduce.cc, orderAfterPreviousCall). */
+  std::mutex orderMutex;
   cudaStream_t lastStream = nullptr;
   bool hasLastStream = false;
+  /** Capture id of the last launch (cudaStreamGetCaptureInfo), 0 if it was not captured. */
+  unsigned long long lastCaptureId = 0;
+  /** Recorded on the launch stream after every uncaptured launch: orders a call on another stream
+   *  after it, and tells tear-down when this communicator's own kernels are done. */
+  cudaEvent_t doneEvent = nullptr;
+  /** Recorded on the last call's stream when a capture moves to another stream of itself. */
   cudaEvent_t orderEvent = nullptr;
   std::atomic<bool> streamWarned{false};
+  /** A launch was captured into a graph (replayed anywhere, any time), or could not be ordered
+   *  after the previous one: doneEvent alone cannot tell tear-down that our work is done. */
+  std::atomic<bool> untrackedCalls{false};
 
   std::atomic<uint64_t> lamportCalls{0};
   std::atomic<uint64_t> ncclCalls{0};

@@ -19,9 +19,9 @@
 namespace nccl_lamport {
 
 void releaseResources(LamportComm& lc) {
-  if (lc.orderEvent != nullptr) {
-    cudaEventDestroy(lc.orderEvent);
-    lc.orderEvent = nullptr;
+  for (cudaEvent_t* event : {&lc.orderEvent, &lc.doneEvent}) {
+    if (*event != nullptr) cudaEventDestroy(*event);
+    *event = nullptr;
   }
   lc.peers.clear();
   lc.local.release();
@@ -60,18 +60,44 @@ namespace {
  */
 bool waitForDevice(int cudaDev, uint64_t timeoutMs) {
   auto done = std::make_shared<std::atomic<bool>>(false);
-  std::thread([cudaDev, done] {
-    ScopedRelaxedCapture relaxed;
-    cudaSetDevice(cudaDev);
-    cudaDeviceSynchronize();
-    done->store(true, std::memory_order_release);
-  }).detach();
+  try {
+    std::thread([cudaDev, done] {
+      ScopedRelaxedCapture relaxed;
+      cudaSetDevice(cudaDev);
+      cudaDeviceSynchronize();
+      done->store(true, std::memory_order_release);
+    }).detach();
+  } catch (const std::exception& e) {  // no thread: keep the workspace rather than free it under a kernel
+    LAMPORT_WARN("cannot start a thread to wait for cudaDev %d: %s", cudaDev, e.what());
+    return false;
+  }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
   while (!done->load(std::memory_order_acquire)) {
     if (std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   return true;
+}
+
+/**
+ * Waits up to timeoutMs for lc's own Lamport kernels to finish: none ran, nothing to wait for;
+ * every launch was uncaptured and ordered after the previous one, the last launch's doneEvent
+ * (polled here, no helper thread); otherwise (a graph holds one of them, or two streams could
+ * not be ordered) the whole device, as the only thing that covers them. False on timeout.
+ */
+bool waitForOwnWork(const LamportComm& lc, uint64_t timeoutMs) {
+  if (lc.lamportCalls.load() == 0) return true;
+  if (lc.untrackedCalls.load() || lc.doneEvent == nullptr) return waitForDevice(lc.cudaDev, timeoutMs);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
+  for (;;) {
+    const cudaError_t state = cudaEventQuery(lc.doneEvent);
+    if (state != cudaErrorNotReady) {
+      if (state != cudaSuccess) cudaGetLastError();  // a sticky error is the user's to see, not ours
+      return true;
+    }
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
 }
 
 // Workspaces whose kernels may still run: never unmapped, so a late kernel cannot fault.
@@ -90,11 +116,13 @@ void releaseCommEntry(std::shared_ptr<LamportComm> lc, bool aborting) {
                static_cast<unsigned long long>(lc->ncclCalls.load()));
   if (!lc->eligible) return;
   // An abort must return promptly (our kernels stop within microseconds once the flag is set);
-  // a destroy waits as long as one of our kernels may legitimately wait for its peers.
+  // a destroy waits as long as one of our kernels may legitimately wait for its peers. Only this
+  // communicator's own kernels count: another one stuck on a dead peer, or a long kernel of the
+  // user, must neither hold this tear-down nor make it leak the workspace.
   const uint64_t waitMs = aborting ? 2000 : globalConfig().timeoutMs + 1000;
-  if (!waitForDevice(lc->cudaDev, waitMs)) {
-    LAMPORT_WARN("comm %p rank %d: cudaDev %d still busy after %llu ms; keeping its Lamport workspace (%zu bytes) "
-                 "mapped rather than freeing memory a kernel may still use",
+  if (!waitForOwnWork(*lc, waitMs)) {
+    LAMPORT_WARN("comm %p rank %d: its Lamport kernels on cudaDev %d still run after %llu ms; keeping its workspace "
+                 "(%zu bytes) mapped rather than freeing memory a kernel may still use",
                  static_cast<void*>(comm), lc->rank, lc->cudaDev, static_cast<unsigned long long>(waitMs),
                  lc->local.size());
     std::lock_guard<std::mutex> lock(gLeakedMutex);

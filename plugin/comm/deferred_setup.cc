@@ -9,10 +9,12 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
 
+#include "plugin/abi/entry_guard.h"
 #include "plugin/comm/comm_registry.h"
 #include "common/config.h"
 #include "plugin/comm/cuda_guards.h"
@@ -59,11 +61,26 @@ struct Backoff {
   }
 };
 
+using Deadline = std::optional<std::chrono::steady_clock::time_point>;
+
+/** Round 1's deadline (NCCL_LAMPORT_TIMEOUT_MS from now, saturated: a "never" value must not wrap
+ *  into the past); none for round 2 (plugin/comm/setup_control.h, ExchangeRound). */
+Deadline deadlineFor(ExchangeRound round) {
+  if (round == ExchangeRound::kSecond) return std::nullopt;
+  const auto now = std::chrono::steady_clock::now();
+  const auto room = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::time_point::max() - now);
+  const uint64_t ms = std::min<uint64_t>(globalConfig().timeoutMs, static_cast<uint64_t>(room.count()));
+  return now + std::chrono::milliseconds(ms);
+}
+
+bool past(const Deadline& deadline) { return deadline && std::chrono::steady_clock::now() > *deadline; }
+
 /** Polls the real ncclCommGetAsyncError of every comm until `ready(state)` holds for all of them.
- *  Returns ncclSuccess, the first state that is neither ready nor in progress, or
- *  ncclInvalidUsage once cancelled. */
+ *  Returns ncclSuccess, the first state that is neither ready nor in progress, ncclInvalidUsage
+ *  once cancelled, or ncclRemoteError once `deadline` has passed. */
 template <typename Ready>
-ncclResult_t pollComms(const std::vector<ncclComm_t>& comms, SetupControl* control, Ready ready) {
+ncclResult_t pollComms(const std::vector<ncclComm_t>& comms, SetupControl* control, Ready ready,
+                       const Deadline& deadline) {
   std::vector<bool> settled(comms.size(), false);
   Backoff backoff;
   for (;;) {
@@ -89,6 +106,7 @@ ncclResult_t pollComms(const std::vector<ncclComm_t>& comms, SetupControl* contr
       }
     }
     if (remaining == 0) return ncclSuccess;
+    if (past(deadline)) return ncclRemoteError;
     backoff.wait();
   }
 }
@@ -127,10 +145,12 @@ void publishOnNccl(DeferredBatch& batch, const std::string& why) {
   }
 }
 
-void runBatch(const std::shared_ptr<DeferredBatch>& batch) {
+void runBatch(const std::shared_ptr<DeferredBatch>& batch) noexcept try {
   ScopedRelaxedCapture relaxed;
-  const ncclResult_t ready =
-      pollComms(batch->comms, &batch->control, [](ncclResult_t state) { return state == ncclSuccess; });
+  // No deadline: NCCL's own init is what is in progress (stock NCCL would be too), and a rank
+  // that gave up here would leave its peers' round 1 without a partner. An abort cancels it.
+  const ncclResult_t ready = pollComms(
+      batch->comms, &batch->control, [](ncclResult_t state) { return state == ncclSuccess; }, std::nullopt);
   if (ready == ncclSuccess) {
     batch->ncclReady.store(true, std::memory_order_release);
     setupWorkspaces(batch->comms, SetupOptions{/*nonBlocking=*/true, &batch->control});
@@ -139,6 +159,16 @@ void runBatch(const std::shared_ptr<DeferredBatch>& batch) {
     publishOnNccl(*batch, "set-up stopped: a communicator created together with this one was aborted or revoked");
   } else if (ready != ncclSuccess) {
     publishOnNccl(*batch, std::string("NCCL did not make the communicator ready: ") + ncclErrorText(ready));
+  }
+  finishBatch(*batch);
+} catch (...) {
+  // On a thread of ours, so nothing may escape (std::terminate); the set-up's own steps already
+  // took part in every exchange round (guardedStep), so what is left is to stop waiting callers.
+  resultOfException("deferred workspace set-up");
+  batch->control.cancelled.store(true);
+  try {
+    publishOnNccl(*batch, "the set-up failed");
+  } catch (...) {
   }
   finishBatch(*batch);
 }
@@ -235,22 +265,27 @@ void forgetPendingChildren(ncclComm_t comm) {
   }
 }
 
-ncclResult_t waitUntilEnqueued(const std::vector<ncclComm_t>& comms, SetupControl* control) {
-  return pollComms(comms, control, [](ncclResult_t state) { return state != ncclInProgress; });
+ncclResult_t waitUntilEnqueued(const std::vector<ncclComm_t>& comms, SetupControl* control, ExchangeRound round) {
+  return pollComms(
+      comms, control, [](ncclResult_t state) { return state != ncclInProgress; }, deadlineFor(round));
 }
 
-cudaError_t waitStream(cudaStream_t stream, SetupControl* control) {
-  if (control == nullptr) return cudaStreamSynchronize(stream);
-  // Bounded like a Lamport kernel's wait: a peer that never joins the exchange must not keep
-  // this communicator "in progress" forever.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(globalConfig().timeoutMs);
+cudaError_t waitForQuery(const std::function<cudaError_t()>& query, SetupControl* control, ExchangeRound round) {
+  // Round 1 is bounded like a Lamport kernel's wait: a peer that never joins the exchange must
+  // not keep this communicator "in progress" forever. Round 2 only stops when cancelled.
+  const Deadline deadline = deadlineFor(round);
   Backoff backoff;
   for (;;) {
-    cudaError_t err = cudaStreamQuery(stream);
+    cudaError_t err = query();
     if (err != cudaErrorNotReady) return err;
-    if (control->cancelled.load() || std::chrono::steady_clock::now() > deadline) return cudaErrorNotReady;
+    if ((control != nullptr && control->cancelled.load()) || past(deadline)) return cudaErrorNotReady;
     backoff.wait();
   }
+}
+
+cudaError_t waitStream(cudaStream_t stream, SetupControl* control, ExchangeRound round) {
+  if (control == nullptr) return cudaStreamSynchronize(stream);
+  return waitForQuery([stream] { return cudaStreamQuery(stream); }, control, round);
 }
 
 void startDeferredSetup(const std::vector<ncclComm_t>& comms) {
@@ -324,7 +359,9 @@ PendingCall waitForDeferredSetup(ncclComm_t comm, const std::function<ncclResult
       return PendingCall::kAnswered;
     }
     ncclResult_t state = ncclInProgress;
-    if (!batch->control.cancelled.load() &&
+    // Again under the mutex: the set-up thread may have seen NCCL ready (and started the exchange
+    // on this communicator) between the check above and this lock; NCCL must then not get the call.
+    if (!batch->ncclReady.load(std::memory_order_acquire) && !batch->control.cancelled.load() &&
         (REAL_NCCL(ncclCommGetAsyncError)(comm, &state) != ncclSuccess || state == ncclInProgress)) {
       *result = callNccl();
       if (destroysComm && *result == ncclSuccess) cancelLocked(*batch, comm, CancelReason::kCommGoingAway);

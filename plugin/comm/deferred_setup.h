@@ -41,8 +41,9 @@ enum class PendingCall {
  *    communicator in progress, with the group and async errors NCCL records), and returns
  *    kAnswered. `destroysComm`: callNccl frees comm if it succeeds (ncclCommDestroy); the set-up
  *    is then cancelled before the set-up thread can touch comm again.
- *  - NCCL reports it ready: waits until our set-up has finished (bounded by
- *    NCCL_LAMPORT_TIMEOUT_MS through the set-up's own waits) and returns kProceed, so that every
+ *  - NCCL reports it ready: waits until our set-up has finished (its round 1 is bounded by
+ *    NCCL_LAMPORT_TIMEOUT_MS, its round 2 only by an abort: plugin/comm/setup_control.h,
+ *    ExchangeRound) and returns kProceed, so that every
  *    rank routes the call the same way; except when another thread aborted comm meanwhile:
  *    *result = ncclInvalidArgument, kAnswered, and NCCL is not called on it.
  */

@@ -6,6 +6,7 @@
 #include <nccl.h>
 
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <vector>
 
@@ -32,13 +33,29 @@ struct SetupOptions {
 };
 
 /**
+ * Which of the set-up's two exchange rounds a wait belongs to, and so how long it may last.
+ * Round 1 (the records) may give up after NCCL_LAMPORT_TIMEOUT_MS: a rank whose round 1 fails
+ * still takes part in round 2 and says "not ok" there, so every rank reaches the same verdict.
+ * Round 2 (the ok words) has no later round that could reconcile a rank-local give-up, and
+ * round 1 has proved every peer alive: it waits until it completes or the set-up is cancelled.
+ */
+enum class ExchangeRound { kFirst, kSecond };
+
+/**
  * After a grouped call on non-blocking communicators returned ncclInProgress: polls the real
  * ncclCommGetAsyncError of each until none is in progress. Returns the first error, ncclSuccess,
- * or ncclInvalidUsage if the set-up was cancelled meanwhile. `control` may be null.
+ * ncclInvalidUsage if the set-up was cancelled meanwhile, or ncclRemoteError once round 1's
+ * deadline has passed (a peer that died after init keeps NCCL's enqueue waiting). `control` may
+ * be null (then round 2 waits without bound).
  */
-ncclResult_t waitUntilEnqueued(const std::vector<ncclComm_t>& comms, SetupControl* control);
+ncclResult_t waitUntilEnqueued(const std::vector<ncclComm_t>& comms, SetupControl* control, ExchangeRound round);
 
-/** cudaStreamSynchronize that gives up (cudaErrorNotReady) once `control` is cancelled. */
-cudaError_t waitStream(cudaStream_t stream, SetupControl* control);
+/** Polls `query` (cudaStreamQuery of a set-up stream) until it returns anything but
+ *  cudaErrorNotReady, with backoff; cudaErrorNotReady once `control` is cancelled or, in round 1,
+ *  after NCCL_LAMPORT_TIMEOUT_MS. */
+cudaError_t waitForQuery(const std::function<cudaError_t()>& query, SetupControl* control, ExchangeRound round);
+
+/** waitForQuery on cudaStreamQuery(stream); with no control, cudaStreamSynchronize. */
+cudaError_t waitStream(cudaStream_t stream, SetupControl* control, ExchangeRound round);
 
 }  // namespace nccl_lamport

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "kernels/lamport_allreduce.h"
+#include "plugin/abi/entry_guard.h"
 #include "plugin/comm/comm_registry.h"
 #include "plugin/comm/comm_teardown.h"
 #include "common/config.h"
@@ -118,11 +119,34 @@ struct SetupState {
   ~SetupState() {
     if (serverThread.joinable()) serverThread.join();
     if (exportedFd >= 0) close(exportedFd);
-    if (sendDev != nullptr) cudaFree(sendDev);
-    if (recvDev != nullptr) cudaFree(recvDev);
+    // Stream-ordered: a cudaFree would synchronise the whole device, and wait for an exchange
+    // all-gather that a dead peer never completes. The stream goes once its work is done.
+    if (sendDev != nullptr) cudaFreeAsync(sendDev, stream);
+    if (recvDev != nullptr) cudaFreeAsync(recvDev, stream);
     if (stream != nullptr) cudaStreamDestroy(stream);
   }
 };
+
+/**
+ * Runs one local step of s's set-up. A throw (allocation, thread creation) must not skip the
+ * exchange rounds that follow, or the peers wait for this rank forever: it ends this rank's part
+ * (proceed = false, and before round 1 capable stays 0), which the next round tells every rank.
+ */
+template <typename Step>
+void guardedStep(SetupState& s, const char* what, Step step) noexcept {
+  try {
+    step();
+  } catch (...) {
+    resultOfException(what);
+    s.proceed = false;
+    s.localOk = false;
+    s.mine.capable = 0;
+    try {
+      if (s.why.empty()) s.why = std::string(what) + " failed (exception)";
+    } catch (...) {  // no memory for the text either: the log line above says it
+    }
+  }
+}
 
 bool cudaOk(cudaError_t err, const char* what, std::string* why) {
   if (err == cudaSuccess) return true;
@@ -140,8 +164,10 @@ void prepareLocal(SetupState& s, const Config& config) {
 
   if (!cudaOk(cudaSetDevice(lc.cudaDev), "cudaSetDevice", &s.why)) return;
   cudaOk(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate", &s.why);
-  cudaOk(cudaMalloc(&s.sendDev, sizeof(ExchangeRecord)), "cudaMalloc", &s.why);
-  cudaOk(cudaMalloc(&s.recvDev, sizeof(ExchangeRecord) * lc.nRanks), "cudaMalloc", &s.why);
+  if (s.stream != nullptr) {
+    cudaOk(cudaMallocAsync(&s.sendDev, sizeof(ExchangeRecord), s.stream), "cudaMallocAsync", &s.why);
+    cudaOk(cudaMallocAsync(&s.recvDev, sizeof(ExchangeRecord) * lc.nRanks, s.stream), "cudaMallocAsync", &s.why);
+  }
   int major = 0, minor = 0;
   cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, lc.cudaDev);
   cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, lc.cudaDev);
@@ -192,7 +218,7 @@ void prepareLocal(SetupState& s, const Config& config) {
 /** One grouped all-gather of `bytes` per rank over every state's communicator. */
 /** The grouped all-gather itself: under the control's mutex, skipped once cancelled. */
 ncclResult_t issueAllGather(std::vector<std::unique_ptr<SetupState>>& states, size_t bytes,
-                            const SetupOptions& options) {
+                            const SetupOptions& options, ExchangeRound round) {
   std::unique_lock<std::mutex> lock;
   if (options.control != nullptr) {
     lock = std::unique_lock<std::mutex>(options.control->ncclMutex);
@@ -212,21 +238,21 @@ ncclResult_t issueAllGather(std::vector<std::unique_ptr<SetupState>>& states, si
   ncclResult_t endResult = REAL_NCCL(ncclGroupEnd)();
   if (lock.owns_lock()) lock.unlock();
   // Non-blocking communicators may still be enqueueing: the stream is not ready to wait on yet.
-  if (endResult == ncclInProgress && options.nonBlocking) endResult = waitUntilEnqueued(comms, options.control);
+  if (endResult == ncclInProgress && options.nonBlocking) endResult = waitUntilEnqueued(comms, options.control, round);
   return result == ncclSuccess ? endResult : result;
 }
 
 template <typename Fill, typename Take>
 void groupedAllGather(std::vector<std::unique_ptr<SetupState>>& states, size_t bytes, const SetupOptions& options,
-                      Fill fill, Take take) {
+                      ExchangeRound round, Fill fill, Take take) {
   for (auto& s : states) {
     if (s->stream == nullptr || s->sendDev == nullptr || s->recvDev == nullptr) continue;
     cudaSetDevice(s->lc->cudaDev);
     std::vector<char> host(bytes, 0);
-    fill(*s, host.data());
+    guardedStep(*s, "workspace exchange", [&] { fill(*s, host.data()); });
     cudaMemcpyAsync(s->sendDev, host.data(), bytes, cudaMemcpyHostToDevice, s->stream);
   }
-  const ncclResult_t result = issueAllGather(states, bytes, options);
+  const ncclResult_t result = issueAllGather(states, bytes, options, round);
   for (auto& s : states) {
     if (s->stream == nullptr || s->sendDev == nullptr || s->recvDev == nullptr) {
       if (s->why.empty()) s->why = "no device buffers for the workspace exchange";
@@ -235,7 +261,7 @@ void groupedAllGather(std::vector<std::unique_ptr<SetupState>>& states, size_t b
     cudaSetDevice(s->lc->cudaDev);
     std::vector<char> host(bytes * s->lc->nRanks, 0);
     cudaError_t err = cudaMemcpyAsync(host.data(), s->recvDev, host.size(), cudaMemcpyDeviceToHost, s->stream);
-    if (err == cudaSuccess) err = waitStream(s->stream, options.control);
+    if (err == cudaSuccess) err = waitStream(s->stream, options.control, round);
     if (result != ncclSuccess || err != cudaSuccess) {
       if (s->why.empty()) {
         s->why = std::string("workspace exchange failed: ") +
@@ -244,7 +270,7 @@ void groupedAllGather(std::vector<std::unique_ptr<SetupState>>& states, size_t b
       s->proceed = false;
       continue;
     }
-    take(*s, host.data());
+    guardedStep(*s, "workspace exchange", [&] { take(*s, host.data()); });
   }
 }
 
@@ -362,6 +388,7 @@ void finishLocal(SetupState& s) {
     lc.hostFlags->abort = 0;
     lc.hostFlags->error = 0;
     ok = cudaOk(cudaEventCreateWithFlags(&lc.orderEvent, cudaEventDisableTiming), "cudaEventCreate", &s.why) &&
+         cudaOk(cudaEventCreateWithFlags(&lc.doneEvent, cudaEventDisableTiming), "cudaEventCreate", &s.why) &&
          cudaOk(lamportPrepareKernels(lc.nRanks), "loading the Lamport kernels", &s.why) &&
          cudaOk(launchLamportWorkspaceInit(lc.local.ptr(), lc.launchTemplate.layout, s.stream),
                 "workspace init", &s.why) &&
@@ -469,10 +496,10 @@ void setupWorkspaces(const std::vector<ncclComm_t>& comms, const SetupOptions& o
   }
 
   if (describing.owns_lock()) describing.unlock();
-  for (auto& s : states) prepareLocal(*s, config);
+  for (auto& s : states) guardedStep(*s, "workspace allocation", [&] { prepareLocal(*s, config); });
 
   groupedAllGather(
-      states, sizeof(ExchangeRecord), options, [](SetupState& s, char* out) { memcpy(out, &s.mine, sizeof(ExchangeRecord)); },
+      states, sizeof(ExchangeRecord), options, ExchangeRound::kFirst, [](SetupState& s, char* out) { memcpy(out, &s.mine, sizeof(ExchangeRecord)); },
       [](SetupState& s, const char* in) {
         s.records.resize(s.lc->nRanks);
         memcpy(s.records.data(), in, sizeof(ExchangeRecord) * s.lc->nRanks);
@@ -480,33 +507,40 @@ void setupWorkspaces(const std::vector<ncclComm_t>& comms, const SetupOptions& o
       });
 
   for (auto& s : states) {
-    if (s->proceed) startServing(*s);
+    if (s->proceed) guardedStep(*s, "serving the workspace handle", [&] { startServing(*s); });
   }
   for (auto& s : states) {
-    if (s->proceed) mapPeers(*s, config);
+    if (s->proceed) guardedStep(*s, "mapping the peers", [&] { mapPeers(*s, config); });
   }
   for (auto& s : states) {
-    if (s->proceed) finishLocal(*s);
+    if (s->proceed) guardedStep(*s, "preparing the kernels", [&] { finishLocal(*s); });
   }
 
   groupedAllGather(
-      states, sizeof(OkRecord), options,
+      states, sizeof(OkRecord), options, ExchangeRound::kSecond,
       [](SetupState& s, char* out) {
         OkRecord rec{};
         rec.ok = s.proceed && s.localOk ? 1 : 0;
         memcpy(out, &rec, sizeof(rec));
       },
       [](SetupState& s, const char* in) {
+        // The verdict from the words alone, identical on every rank: nothing here may throw
+        // (guardedStep would turn a throw into a rank-local "no"), the message is best effort.
         bool all = s.proceed;
+        int firstNo = -1;
         for (int r = 0; r < s.lc->nRanks; ++r) {
           OkRecord rec;
           memcpy(&rec, in + r * sizeof(OkRecord), sizeof(rec));
           if (!rec.ok) {
             all = false;
-            if (s.why.empty()) s.why = "rank " + std::to_string(r) + " could not map its peers";
+            if (firstNo < 0) firstNo = r;
           }
         }
         s.localOk = all;
+        try {
+          if (firstNo >= 0 && s.why.empty()) s.why = "rank " + std::to_string(firstNo) + " could not map its peers";
+        } catch (...) {
+        }
       });
 
   // Under the control's mutex, so a cancel either comes first (nothing is registered) or after

@@ -7,8 +7,11 @@
 // same group on that stream; this order is the same on every rank (README, "Groups").
 #include <cuda_runtime_api.h>
 
+#include <mutex>
+
 #include "include/nccl_lamport.h"
 #include "kernels/lamport_allreduce.h"
+#include "plugin/abi/entry_guard.h"
 #include "plugin/comm/comm_registry.h"
 #include "plugin/comm/cuda_guards.h"
 #include "plugin/comm/deferred_setup.h"
@@ -30,37 +33,52 @@ LamportDataType toLamportType(ncclDataType_t datatype) {
   return type;
 }
 
+/** The capture id of stream (0 when it is not capturing), or false if CUDA cannot tell. */
+bool captureIdOf(cudaStream_t stream, unsigned long long* id) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  *id = 0;
+  if (cudaStreamGetCaptureInfo(stream, &status, id) != cudaSuccess) return false;
+  if (status == cudaStreamCaptureStatusNone) *id = 0;
+  return status != cudaStreamCaptureStatusInvalidated;
+}
+
 /**
- * Orders this call after the communicator's previous Lamport call when that one went to another
- * stream: NCCL serialises a communicator's operations whatever their streams, and two Lamport
- * rounds of one communicator must never overlap (they share the rotation state). Costs nothing
- * while the stream stays the same. Both streams must be capturing into one graph, or neither.
+ * Under lc.orderMutex, before the launch on `stream` (capture id `captureId`): orders it after the
+ * communicator's previous Lamport call when that one went to another stream. Uncaptured: a wait
+ * on doneEvent, recorded after that call (the old stream handle is never touched: the user may
+ * have destroyed it). Both in one capture (same id): an event recorded on the old stream, which
+ * that capture keeps alive. Anything else (two different captures, or a capture and an
+ * uncaptured call) cannot be ordered without invalidating the user's capture: left as it is,
+ * said once, and tear-down then waits for the device. Costs nothing while the stream stays the same.
  */
-void orderAfterPreviousStream(LamportComm& lc, cudaStream_t stream) {
-  const bool first = !lc.hasLastStream;
-  cudaStream_t last = lc.lastStream;
-  lc.lastStream = stream;
-  lc.hasLastStream = true;
+void orderAfterPreviousCall(LamportComm& lc, cudaStream_t stream, unsigned long long captureId) {
   // A null stream is the legacy default stream, a real stream: only "no call yet" skips this.
-  if (first || last == stream || lc.orderEvent == nullptr) return;
-  cudaStreamCaptureStatus lastStatus = cudaStreamCaptureStatusNone;
-  cudaStreamCaptureStatus newStatus = cudaStreamCaptureStatusNone;
-  const bool queried = cudaStreamIsCapturing(last, &lastStatus) == cudaSuccess &&
-                       cudaStreamIsCapturing(stream, &newStatus) == cudaSuccess;
+  if (!lc.hasLastStream || lc.lastStream == stream || lc.doneEvent == nullptr) return;
   cudaError_t err = cudaErrorNotSupported;
-  if (queried && (lastStatus == cudaStreamCaptureStatusNone) == (newStatus == cudaStreamCaptureStatusNone)) {
-    err = cudaEventRecord(lc.orderEvent, last);
+  if (captureId == 0 && lc.lastCaptureId == 0) {
+    err = cudaStreamWaitEvent(stream, lc.doneEvent, 0);
+  } else if (captureId == lc.lastCaptureId) {
+    err = cudaEventRecord(lc.orderEvent, lc.lastStream);
     if (err == cudaSuccess) err = cudaStreamWaitEvent(stream, lc.orderEvent, 0);
   }
   if (err != cudaSuccess) {
     cudaGetLastError();  // not sticky; keep it from surfacing in the user's next check
+    lc.untrackedCalls.store(true, std::memory_order_relaxed);
     if (!lc.streamWarned.exchange(true)) {
       LAMPORT_INFO(kSubsysColl,
                    "comm %p rank %d: allreduce calls alternate between streams that cannot be ordered "
                    "(%s); order them yourself (events) or use one stream per communicator",
-                   static_cast<void*>(lc.comm), lc.rank, queried ? cudaGetErrorString(err) : "capture state unknown");
+                   static_cast<void*>(lc.comm), lc.rank,
+                   err == cudaErrorNotSupported ? "different stream captures" : cudaGetErrorString(err));
     }
   }
+}
+
+/** The real ncclCommGetAsyncError says ncclSuccess for comm (a couple of atomic loads in NCCL). */
+bool ncclReportsReady(ncclComm_t comm) {
+  static const auto getAsyncError = REAL_NCCL(ncclCommGetAsyncError);
+  ncclResult_t state = ncclSuccess;
+  return getAsyncError == nullptr || (getAsyncError(comm, &state) == ncclSuccess && state == ncclSuccess);
 }
 
 /** Runs one allreduce on the Lamport kernel of `path` (one-shot or two-shot) of lc, on lc's
@@ -69,6 +87,11 @@ ncclResult_t launchLamport(LamportComm& lc, AllReducePath path, const void* send
                            ncclDataType_t datatype, ncclRedOp_t op, cudaStream_t stream) {
   ncclResult_t asyncError = lamportAsyncError(lc);
   if (asyncError != ncclSuccess) return asyncError;
+  unsigned long long captureId = 0;
+  if (!captureIdOf(stream, &captureId)) {
+    cudaGetLastError();
+    return ncclUnhandledCudaError;
+  }
 
   LamportOneShotArgs args = lc.launchTemplate;
   args.sendbuff = sendbuff;
@@ -81,8 +104,20 @@ ncclResult_t launchLamport(LamportComm& lc, AllReducePath path, const void* send
   cudaError_t err;
   {
     ScopedDevice onCommDevice(lc.cudaDev);
-    orderAfterPreviousStream(lc, stream);
+    std::lock_guard<std::mutex> ordering(lc.orderMutex);
+    orderAfterPreviousCall(lc, stream, captureId);
     err = launchLamportOneShot(args, stream);
+    if (err == cudaSuccess) {
+      lc.lastStream = stream;
+      lc.hasLastStream = true;
+      lc.lastCaptureId = captureId;
+      // Uncaptured: the completion mark tear-down and the next call on another stream wait on.
+      // Captured: a graph replays anywhere, any time; tear-down falls back to the device.
+      if (captureId != 0 || cudaEventRecord(lc.doneEvent, stream) != cudaSuccess) {
+        cudaGetLastError();
+        lc.untrackedCalls.store(true, std::memory_order_relaxed);
+      }
+    }
   }
   if (err != cudaSuccess) {
     LAMPORT_WARN("comm %p rank %d: Lamport kernel launch failed: %s", static_cast<void*>(lc.comm), lc.rank,
@@ -112,7 +147,7 @@ using namespace nccl_lamport;
 
 NCCL_LAMPORT_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                                ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
-                                               cudaStream_t stream) {
+                                               cudaStream_t stream) try {
   static const auto real = REAL_NCCL(ncclAllReduce);
   if (real == nullptr) {
     LAMPORT_WARN("ncclAllReduce: the real NCCL function was not found (is libnccl loaded?)");
@@ -141,11 +176,15 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvb
     lc = CommRegistry::instance().find(comm);
   }
   if (lc == nullptr) return real(sendbuff, recvbuff, count, datatype, op, comm, stream);
-  // Null buffers are invalid arguments: NCCL reports them with its own code and message.
+  // Null buffers are invalid arguments: NCCL reports them with its own code and message. So is a
+  // communicator NCCL has marked failed (or has an operation in progress on): NCCL answers every
+  // collective with that state first (ncclCommEnsureReady), so it gets the call.
   const AllReducePath path = pathFor(lc.get(), count, datatype, op);
-  if (path == AllReducePath::kNccl || sendbuff == nullptr || recvbuff == nullptr) {
+  if (path == AllReducePath::kNccl || sendbuff == nullptr || recvbuff == nullptr || !ncclReportsReady(comm)) {
     lc->ncclCalls.fetch_add(1, std::memory_order_relaxed);
     return real(sendbuff, recvbuff, count, datatype, op, comm, stream);
   }
   return launchLamport(*lc, path, sendbuff, recvbuff, count, datatype, op, stream);
+} catch (...) {
+  return resultOfException("ncclAllReduce");
 }

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "plugin/abi/entry_guard.h"
 #include "plugin/comm/comm_registry.h"
 #include "plugin/comm/comm_teardown.h"
 #include "common/config.h"
@@ -57,7 +58,7 @@ int currentCudaDevice() {
 }
 
 /** What every init/split wrapper does once NCCL returned: set up now, later, or never. */
-void onCommCreated(ncclResult_t result, ncclComm_t comm, bool blocking) {
+void onCommCreated(ncclResult_t result, ncclComm_t comm, bool blocking) noexcept try {
   if (comm == nullptr || (result != ncclSuccess && result != ncclInProgress)) return;
   // From the first communicator on, NCCL has initialised CUDA: our log lines may ask for the
   // device (before, they never touch CUDA and print [-1]).
@@ -78,6 +79,8 @@ void onCommCreated(ncclResult_t result, ncclComm_t comm, bool blocking) {
     return;
   }
   setupWorkspaces({comm});
+} catch (...) {
+  resultOfException("workspace set-up after init");  // the communicator stays on NCCL
 }
 
 // How long ncclCommAbort waits for our own parts (kernels, set-up thread): it must return promptly.
@@ -89,12 +92,14 @@ void onChildCreated(ncclResult_t result, ncclComm_t parent, ncclComm_t* newcomm,
   if (newcomm == nullptr) return;
   // Tuner activation: the child was set up inside the tuner's init; no pending-child watch.
   if (tunerHooksInstalled()) return;
-  // NCCL 2.28 returns ncclSuccess or ncclInProgress here and writes the child later.
-  if (!blocking && (result == ncclSuccess || result == ncclInProgress) && *newcomm == nullptr) {
+  // NCCL 2.28 returns ncclSuccess or ncclInProgress here and writes the child later, from its own
+  // thread: read it atomically (ThreadSanitizer saw the plain read race with that write).
+  const ncclComm_t child = __atomic_load_n(newcomm, __ATOMIC_ACQUIRE);
+  if (!blocking && (result == ncclSuccess || result == ncclInProgress) && child == nullptr) {
     watchPendingChild(parent, newcomm);
     return;
   }
-  onCommCreated(result, *newcomm, blocking);
+  onCommCreated(result, child, blocking);
 }
 
 /** What we keep under a communicator's handle, taken while the handle is still its own. */
@@ -138,37 +143,43 @@ using namespace nccl_lamport;
   auto real = REAL_NCCL(fname);                 \
   if (real == nullptr) return missing(#fname)
 
-NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) try {
   REAL_OR_FAIL(ncclCommInitRank);
   if (!interposerEnabled()) return real(comm, nranks, commId, rank);
   markInterposerActive();
   ncclResult_t result = real(comm, nranks, commId, rank);
   onCommCreated(result, comm ? *comm : nullptr, isBlocking(nullptr, true));
   return result;
+} catch (...) {
+  return resultOfException("ncclCommInitRank");
 }
 
 NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
-                                                        ncclConfig_t* config) {
+                                                        ncclConfig_t* config) try {
   REAL_OR_FAIL(ncclCommInitRankConfig);
   if (!interposerEnabled()) return real(comm, nranks, commId, rank, config);
   markInterposerActive();
   ncclResult_t result = real(comm, nranks, commId, rank, config);
   onCommCreated(result, comm ? *comm : nullptr, isBlocking(config, true));
   return result;
+} catch (...) {
+  return resultOfException("ncclCommInitRankConfig");
 }
 
 NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
-                                                          ncclUniqueId* commIds, ncclConfig_t* config) {
+                                                          ncclUniqueId* commIds, ncclConfig_t* config) try {
   REAL_OR_FAIL(ncclCommInitRankScalable);
   if (!interposerEnabled()) return real(newcomm, nranks, myrank, nId, commIds, config);
   markInterposerActive();
   ncclResult_t result = real(newcomm, nranks, myrank, nId, commIds, config);
   onCommCreated(result, newcomm ? *newcomm : nullptr, isBlocking(config, true));
   return result;
+} catch (...) {
+  return resultOfException("ncclCommInitRankScalable");
 }
 
 // ncclCommInitAll does not go through the public ncclCommInitRank, so it is wrapped itself.
-NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) try {
   REAL_OR_FAIL(ncclCommInitAll);
   if (!interposerEnabled()) return real(comms, ndev, devlist);
   markInterposerActive();
@@ -190,6 +201,8 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, co
     setupWorkspaces(created);
   }
   return result;
+} catch (...) {
+  return resultOfException("ncclCommInitAll");
 }
 
 /** A split or shrink child's mode: with a config NCCL's rule for it, without one the parent's. */
@@ -199,7 +212,7 @@ static bool childBlocking(ncclComm_t parent, const ncclConfig_t* config) {
 }
 
 NCCL_LAMPORT_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
-                                               ncclConfig_t* config) {
+                                               ncclConfig_t* config) try {
   REAL_OR_FAIL(ncclCommSplit);
   if (!interposerEnabled()) return real(comm, color, key, newcomm, config);
   // The parent's set-up thread may still be using it.
@@ -210,10 +223,12 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int k
   }
   onChildCreated(result, comm, newcomm, childBlocking(comm, config));
   return result;
+} catch (...) {
+  return resultOfException("ncclCommSplit");
 }
 
 NCCL_LAMPORT_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
-                                                ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+                                                ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) try {
   REAL_OR_FAIL(ncclCommShrink);
   if (!interposerEnabled()) return real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
   const auto callNccl = [&] { return real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags); };
@@ -235,9 +250,11 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRan
   }
   onChildCreated(result, comm, newcomm, childBlocking(comm, config));
   return result;
+} catch (...) {
+  return resultOfException("ncclCommShrink");
 }
 
-NCCL_LAMPORT_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) try {
   REAL_OR_FAIL(ncclCommFinalize);
   if (interposerEnabled()) {
     ncclResult_t result = ncclSuccess;
@@ -245,9 +262,11 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
     markFinalized(comm);
   }
   return real(comm);
+} catch (...) {
+  return resultOfException("ncclCommFinalize");
 }
 
-NCCL_LAMPORT_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) try {
   REAL_OR_FAIL(ncclCommDestroy);
   if (!interposerEnabled()) return real(comm);
   // NCCL refuses to destroy a communicator it still has in progress (ncclInvalidArgument): then
@@ -269,9 +288,11 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   joinDeferredSetup(comm, globalConfig().timeoutMs + 1000);
   releaseComm(comm, /*aborting=*/false);
   return real(comm);
+} catch (...) {
+  return resultOfException("ncclCommDestroy");
 }
 
-NCCL_LAMPORT_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) try {
   REAL_OR_FAIL(ncclCommAbort);
   if (!interposerEnabled()) return real(comm);
   // Stop our set-up thread and our waiting kernels first, so nothing of ours holds the device or
@@ -287,18 +308,22 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   ncclResult_t result = real(comm);
   releaseHeldComm(comm, std::move(held), /*aborting=*/true);
   return result;
+} catch (...) {
+  return resultOfException("ncclCommAbort");
 }
 
-NCCL_LAMPORT_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) try {
   REAL_OR_FAIL(ncclCommRevoke);
   if (!interposerEnabled()) return real(comm, revokeFlags);
   // NCCL stops every in-flight operation: stop ours too, and send every later call to NCCL.
   cancelDeferredSetup(comm, CancelReason::kHandedToNccl);
   handOverToNccl(comm);
   return real(comm, revokeFlags);
+} catch (...) {
+  return resultOfException("ncclCommRevoke");
 }
 
-NCCL_LAMPORT_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) try {
   REAL_OR_FAIL(ncclCommGetAsyncError);
   if (!interposerEnabled()) return real(comm, asyncError);
   std::shared_ptr<LamportComm> lc = CommRegistry::instance().find(comm);
@@ -316,16 +341,20 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResu
   if (result != ncclSuccess || asyncError == nullptr || *asyncError != ncclSuccess) return result;
   if (lc != nullptr && !lc->revoked.load()) *asyncError = lamportAsyncError(*lc);
   return result;
+} catch (...) {
+  return resultOfException("ncclCommGetAsyncError");
 }
 
-NCCL_LAMPORT_EXPORT ncclResult_t ncclGroupStart() {
+NCCL_LAMPORT_EXPORT ncclResult_t ncclGroupStart() try {
   REAL_OR_FAIL(ncclGroupStart);
   ncclResult_t result = real();
   if (result == ncclSuccess) ++tGroupDepth;
   return result;
+} catch (...) {
+  return resultOfException("ncclGroupStart");
 }
 
-static void endGroup(ncclResult_t result, bool runSetup) {
+static void endGroup(ncclResult_t result, bool runSetup) noexcept try {
   runSetup = runSetup && !tunerHooksInstalled();  // as onCommCreated
   if (tGroupDepth > 0) --tGroupDepth;
   if (tGroupDepth > 0) return;
@@ -348,19 +377,25 @@ static void endGroup(ncclResult_t result, bool runSetup) {
   } else {
     for (ncclComm_t c : created) registerIneligible(c, "the group that created it failed");
   }
+} catch (...) {
+  resultOfException("workspace set-up in ncclGroupEnd");  // NCCL's result stands
 }
 
-NCCL_LAMPORT_EXPORT ncclResult_t ncclGroupEnd() {
+NCCL_LAMPORT_EXPORT ncclResult_t ncclGroupEnd() try {
   REAL_OR_FAIL(ncclGroupEnd);
   ncclResult_t result = real();
   endGroup(result, /*runSetup=*/true);
   return result;
+} catch (...) {
+  return resultOfException("ncclGroupEnd");
 }
 
 // Ends a group without running it: nothing was created, so nothing is set up.
-NCCL_LAMPORT_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+NCCL_LAMPORT_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) try {
   REAL_OR_FAIL(ncclGroupSimulateEnd);
   ncclResult_t result = real(simInfo);
   endGroup(result, /*runSetup=*/false);
   return result;
+} catch (...) {
+  return resultOfException("ncclGroupSimulateEnd");
 }

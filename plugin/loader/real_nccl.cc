@@ -18,7 +18,13 @@ namespace {
 // A library we load binds its own symbols first (RTLD_DEEPBIND): NCCL's calls of its own public
 // API must not land in our exported wrappers. RTLD_LOCAL keeps it out of the global scope, where
 // it could shadow an NCCL the application loads later.
+// The sanitizers' runtimes refuse RTLD_DEEPBIND (google/sanitizers#611), so a sanitizer build
+// (NCCL_LAMPORT_SANITIZE, tests only) loads without it.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr int kOwnLoadFlags = RTLD_NOW | RTLD_LOCAL;
+#else
 constexpr int kOwnLoadFlags = RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND;
+#endif
 
 /** How the NCCL in use was found (logged once). */
 enum class Source { kNone, kGlobalScope, kAlreadyLoaded, kConfiguredPath, kLoaderSearch };
@@ -36,7 +42,7 @@ const char* sourceText(Source source) {
 /** The NCCL library of this process, chosen once. */
 struct RealLibrary {
   Source source = Source::kNone;
-  void* handle = nullptr;     // null for kGlobalScope (looked up per name) and kNone
+  void* handle = nullptr;     // null only for kNone (kGlobalScope: the library holding pncclAllReduce)
   bool profilingApi = false;  // pncclAllReduce resolves
 };
 
@@ -67,6 +73,18 @@ bool isOwnHandle(void* handle) {
   return handle != nullptr && dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map == ownLinkMap();
 }
 
+/** True if handle is a copy of nccl-lamport other than this one (it exports our own API): such a
+ *  library behind a libnccl.so.2 name is no NCCL, whatever it forwards to. */
+bool isOtherLamportCopy(void* handle) {
+  link_map* map = nullptr;
+  if (handle == nullptr || dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0) return false;
+  void* api = dlsym(handle, "ncclLamportIsActive");
+  Dl_info info{};
+  link_map* owner = nullptr;
+  return api != nullptr && dladdr1(api, &info, reinterpret_cast<void**>(&owner), RTLD_DL_LINKMAP) != 0 &&
+         owner == map;
+}
+
 // First definition of `symbol` in the global scope that is not ours (we never export pnccl*, but
 // a lookup must never be able to return one of our wrappers).
 void* globalSymbol(const char* symbol) {
@@ -77,17 +95,29 @@ void* globalSymbol(const char* symbol) {
   return nullptr;
 }
 
+/** handle, or null (closed, WARNed) where it is another copy of nccl-lamport. */
+void* rejectOtherCopy(void* handle, const char* name) {
+  if (!isOtherLamportCopy(handle)) return handle;
+  Dl_info info{};
+  void* api = dlsym(handle, "ncclLamportIsActive");
+  LAMPORT_WARN("%s is another copy of nccl-lamport (%s), not NCCL: not used; set NCCL_LAMPORT_NCCL_PATH to the real "
+               "libnccl.so.2",
+               name, dladdr(api, &info) != 0 && info.dli_fname != nullptr ? info.dli_fname : "?");
+  dlclose(handle);
+  return nullptr;
+}
+
 // dlopen(name, flags), skipping ourselves. The name is ours when the LD_AUDIT module redirected
 // it to us: glibc then matches it against our link map before any auditor sees it, so we ask
 // again under the prefixed name that only the audit module understands (plugin/loader/audit_protocol.h).
 void* openSkippingSelf(const char* name, int flags, bool* sawSelf) {
   void* handle = dlopen(name, flags);
-  if (!isOwnHandle(handle)) return handle;
+  if (!isOwnHandle(handle)) return rejectOtherCopy(handle, name);
   dlclose(handle);
   *sawSelf = true;
   const std::string unredirected = std::string(NCCL_LAMPORT_REAL_NCCL_PREFIX) + name;
   handle = dlopen(unredirected.c_str(), flags);
-  if (!isOwnHandle(handle)) return handle;
+  if (!isOwnHandle(handle)) return rejectOtherCopy(handle, name);
   dlclose(handle);
   return nullptr;
 }
@@ -103,15 +133,24 @@ void* openConfiguredPath(const std::string& path) {
     dlclose(handle);
     handle = nullptr;
   }
-  return handle;
+  return rejectOtherCopy(handle, ("NCCL_LAMPORT_NCCL_PATH=" + path).c_str());
 }
 
 RealLibrary findRealLibrary(bool* sawSelf) {
   RealLibrary lib;
-  if (globalSymbol("pncclAllReduce") != nullptr) {
-    lib.source = Source::kGlobalScope;
-    lib.profilingApi = true;
-    return lib;
+  // Every function from the one library that holds pncclAllReduce: resolving each name in the
+  // global scope on its own could mix two libraries (another NCCL, another copy of us).
+  if (void* allReduce = globalSymbol("pncclAllReduce")) {
+    Dl_info info{};
+    void* holder = dladdr(allReduce, &info) != 0 && info.dli_fname != nullptr
+                       ? dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD)
+                       : nullptr;
+    lib.handle = rejectOtherCopy(holder, info.dli_fname != nullptr ? info.dli_fname : "pncclAllReduce");
+    if (lib.handle != nullptr) {
+      lib.source = Source::kGlobalScope;
+      lib.profilingApi = true;
+      return lib;
+    }
   }
   for (const char* name : {"libnccl.so.2", "libnccl.so"}) {
     lib.handle = openSkippingSelf(name, RTLD_NOW | RTLD_NOLOAD, sawSelf);
@@ -138,14 +177,10 @@ RealLibrary findRealLibrary(bool* sawSelf) {
 void* lookUp(const RealLibrary& lib, const char* name) {
   const std::string profName = std::string("p") + name;
   if (lib.source == Source::kNone) return nullptr;
-  // In the global scope the plain names may be our own wrappers: the alias first; the plain name
-  // only for the few exports without one (ncclResetDebugInitInternal): globalSymbol skips ours.
-  if (lib.source == Source::kGlobalScope) {
-    void* fn = globalSymbol(profName.c_str());
-    return fn != nullptr ? fn : globalSymbol(name);
-  }
-  // By handle, the library's own definition comes first in its scope, so the plain name is safe
-  // (NCCL < 2.16.2 has nothing else); the check only guards against a handle that is us.
+  // By handle (in the global scope too: the handle of the library holding pncclAllReduce), the
+  // library's own definition comes first in its scope, so the plain name is safe (NCCL < 2.16.2
+  // has nothing else; 2.28 has a few exports without an alias, ncclResetDebugInitInternal); the
+  // check only guards against a handle that is us.
   void* fn = dlsym(lib.handle, profName.c_str());
   if (fn == nullptr) fn = dlsym(lib.handle, name);
   return isOwnAddress(fn) ? nullptr : fn;

@@ -57,4 +57,14 @@ if(TARGET nccl-lamport AND TARGET lamport_launcher)
       PROPERTIES LABELS gpu SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]" TIMEOUT 900
       DISCOVERY_TIMEOUT 60)
   endforeach()
+
+  # A rank killed or stopped during Lamport calls (issue 10, evidence); its own fork logic.
+  add_executable(test_gpu_faults ${CMAKE_CURRENT_LIST_DIR}/test_gpu_faults.cc
+                                 ${CMAKE_CURRENT_LIST_DIR}/shared_gpu.cc)
+  target_include_directories(test_gpu_faults PRIVATE
+    ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include ${NCCL_INCLUDE_DIR})
+  target_link_libraries(test_gpu_faults PRIVATE nccl-lamport ${NCCL_LIBRARY} lamport_launcher CUDA::cudart_static
+                        GTest::gtest_main Threads::Threads)
+  gtest_discover_tests(test_gpu_faults
+    PROPERTIES LABELS gpu SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]" TIMEOUT 300 DISCOVERY_TIMEOUT 60)
 endif()

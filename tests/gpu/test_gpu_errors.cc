@@ -4,11 +4,13 @@
 //  - NCCL_LAMPORT_ENABLE=0 is a plain pass-through with correct results (SPEC 2);
 //  - the bounded wait (SPEC 5): a rank whose peer never joins gives up after
 //    NCCL_LAMPORT_TIMEOUT_MS, reports an error through ncclCommGetAsyncError and can be aborted;
-//    ncclCommAbort from another thread releases a kernel waiting for a peer that never comes.
+//    ncclCommAbort from another thread releases a kernel waiting for a peer that never comes;
+//  - two captures into different graphs on one communicator stay valid (issue 10, point 8).
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <thread>
+#include <vector>
 
 #include "tests/gpu/gpu_test_support.h"
 
@@ -224,6 +226,55 @@ TEST(Errors, AbortFromAnotherThreadReleasesWaitingKernel) {
     } else if (secondsBetween(abortStart, synced) > 20.0) {
       h.fail(s, "the kernel ran on for " + std::to_string(secondsBetween(abortStart, synced)) + " s after the abort");
     }
+    h.failures->addCheck();
+  });
+}
+
+TEST(Errors, TwoCapturesOnOneCommStayValid) {
+  // Issue 10, point 8: calls of one communicator captured into two different graphs at once, from
+  // two streams. Ordering the second after the first (an event across the two captures) would
+  // join the graphs and invalidate the user's captures; both must end, replay and be correct.
+  LAMPORT_RUN_FORKED(twoRanks(180, {}), [](Harness& h, RankContext&) {
+    RankSlot& s = h.slots[0];
+    constexpr size_t kCount = 1024;
+    OwnedStream first, second;
+    float* buf[2] = {nullptr, nullptr};
+    if (first.stream == nullptr || second.stream == nullptr || cudaMalloc(&buf[0], kCount * 4) != cudaSuccess ||
+        cudaMalloc(&buf[1], kCount * 4) != cudaSuccess) {
+      return h.fail(s, "CUDA set-up failed");
+    }
+    cudaGraph_t graph[2] = {nullptr, nullptr};
+    cudaError_t err = cudaStreamBeginCapture(first.stream, cudaStreamCaptureModeThreadLocal);
+    ncclResult_t rc0 = ncclAllReduce(buf[0], buf[0], kCount, ncclFloat32, ncclSum, s.comm, first.stream);
+    if (err == cudaSuccess) err = cudaStreamBeginCapture(second.stream, cudaStreamCaptureModeThreadLocal);
+    ncclResult_t rc1 = ncclAllReduce(buf[1], buf[1], kCount, ncclFloat32, ncclSum, s.comm, second.stream);
+    const cudaError_t end1 = cudaStreamEndCapture(second.stream, &graph[1]);
+    const cudaError_t end0 = cudaStreamEndCapture(first.stream, &graph[0]);
+    if (err != cudaSuccess || rc0 != ncclSuccess || rc1 != ncclSuccess || end0 != cudaSuccess || end1 != cudaSuccess) {
+      cudaGetLastError();
+      return h.fail(s, std::string("captures: begin ") + cudaGetErrorString(err) + ", calls " + std::to_string(rc0) +
+                           "/" + std::to_string(rc1) + ", end " + cudaGetErrorString(end0) + " / " +
+                           cudaGetErrorString(end1));
+    }
+    for (int replay = 0; replay < 3; ++replay) {
+      bool ok = true;
+      for (int g = 0; g < 2 && ok; ++g) {
+        std::vector<float> host(kCount, static_cast<float>(s.rank + 1 + g));
+        cudaGraphExec_t exec = nullptr;
+        ok = cudaMemcpy(buf[g], host.data(), kCount * 4, cudaMemcpyHostToDevice) == cudaSuccess &&
+             cudaGraphInstantiate(&exec, graph[g], 0) == cudaSuccess && cudaGraphLaunch(exec, s.stream) == cudaSuccess &&
+             cudaStreamSynchronize(s.stream) == cudaSuccess &&
+             cudaMemcpy(host.data(), buf[g], kCount * 4, cudaMemcpyDeviceToHost) == cudaSuccess;
+        if (exec != nullptr) cudaGraphExecDestroy(exec);
+        const float expected = static_cast<float>(3 + 2 * g);  // (1 + g) + (2 + g) over the two ranks
+        for (size_t i = 0; ok && i < kCount; ++i) ok = host[i] == expected;
+        if (!ok) h.fail(s, "graph " + std::to_string(g) + " replay " + std::to_string(replay) + ": wrong result or error");
+      }
+      if (!ok) break;
+    }
+    for (cudaGraph_t g : graph) cudaGraphDestroy(g);
+    cudaFree(buf[0]);
+    cudaFree(buf[1]);
     h.failures->addCheck();
   });
 }

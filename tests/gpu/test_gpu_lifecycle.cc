@@ -9,6 +9,9 @@
 //    waits for a peer that never comes, and ncclCommAbort of that one releases its kernel.
 //  - FinalizeThenDestroy: ncclCommFinalize and ncclCommDestroy of accelerated communicators
 //    succeed; after finalize every call is routed to NCCL.
+//  - AbortWithStuckPeerCycles: 200 aborts of an accelerated communicator (half of them with a
+//    Lamport call whose peer never comes, half with no Lamport call) beside other busy work give
+//    back device memory, host memory, fds and threads.
 //  - CreateDestroyCycles: 1000 create/use/destroy cycles (after 20 warm-up ones; about 10 min)
 //    give back device memory, host memory (VmRSS), fds and threads; printed every 100 cycles, next
 //    to 50 cycles of NCCL alone (what NCCL itself keeps).
@@ -16,6 +19,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -449,6 +453,87 @@ TEST(Lifecycle, CreateDestroyCycles) {
     }
     if (base.threads < 0 || end.threads - base.threads > kThreadSlack) {
       failf(h, "threads leak: %d -> %d after %d cycles (slack %d)", base.threads, end.threads, done, kThreadSlack);
+    }
+    cudaFree(scratch);
+    h.failures->addCheck();
+  });
+}
+
+// ---------------------------------------------------------------- 5. aborts beside busy work
+
+/** Unrelated work of the user on the device: a host function that sleeps `ms` on its stream. */
+void CUDART_CB sleepOnStream(void* ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(reinterpret_cast<intptr_t>(ms)));
+}
+
+TEST(Lifecycle, AbortWithStuckPeerCycles) {
+  // Issue 10, point 4: tear-down waits only for the communicator's own kernels. Each cycle splits
+  // an accelerated child; even cycles run a Lamport call on it and then one on rank 0 that rank 1
+  // never joins (a stuck peer), odd cycles none at all; both ranks abort the child while another
+  // stream of the process is busy (the first cycles longer than the plugin's old 2 s abort wait,
+  // which then left the workspace mapped: ~50 MiB, a pinned page and a thread per abort).
+  // NCCL_LAMPORT_TEST_ABORT_CYCLES overrides the count (200).
+  LAMPORT_RUN_FORKED(twoRanks(840), [](Harness& h, RankContext& ctx) {
+    constexpr int kWarmUp = 6, kLongBusyCycles = 4;
+    const int kCycles = envInt("NCCL_LAMPORT_TEST_ABORT_CYCLES", 200);
+    constexpr double kDeviceSlackMiB = 32, kRssSlackMiB = 16;
+    constexpr int kFdSlack = 2, kThreadSlack = 2;
+    float* scratch = nullptr;
+    if (cudaMalloc(&scratch, sizeof(float)) != cudaSuccess) return failf(h, "cudaMalloc");
+    OwnedStream busy;
+    if (busy.stream == nullptr) return failf(h, "cudaStreamCreateWithFlags failed");
+    barrier(h, scratch);
+    Resources base;
+    double slowestAbort = 0;
+    int done = 0;
+    const Clock::time_point start = Clock::now();
+    for (int cycle = -kWarmUp; cycle < kCycles; ++cycle) {
+      if (cycle == 0) base = measure(h, scratch);
+      const int before = h.failures->count();
+      ncclComm_t child = splitAccelerated(h);
+      if (child == nullptr) break;
+      Harness hc = harnessFor(h, child, h.slots[0].stream);
+      CallSpec spec;
+      spec.dtype = ncclBfloat16;
+      spec.count = 4096;
+      const bool withCalls = (cycle & 1) == 0;
+      if (withCalls) runCheckedStep(hc, spec, mixSeed(0xAB0, cycle), false);
+      const intptr_t busyMs = cycle >= 0 && cycle < kLongBusyCycles ? 2500 : 20;
+      if (cudaLaunchHostFunc(busy.stream, sleepOnStream, reinterpret_cast<void*>(busyMs)) != cudaSuccess) {
+        failf(h, "cudaLaunchHostFunc failed");
+      }
+      std::unique_ptr<CheckedCall> lonely;
+      if (withCalls && ctx.rank == 0) {
+        lonely.reset(new CheckedCall(spec, hc.slots[0]));
+        lonely->stage(mixSeed(0xAB1, cycle));
+        if (!lonely->setupError().empty() || !hc.syncAll("staging")) failf(h, "cycle %d: staging failed", cycle);
+        const ncclResult_t rc = lonely->issue(hc, hc.slots[0]);  // rank 1 never joins this one
+        if (rc != ncclSuccess || !lonely->expectLamport) failf(h, "cycle %d: the lonely call: rc %d", cycle, rc);
+      }
+      const Clock::time_point aborting = Clock::now();
+      const ncclResult_t rc = ncclCommAbort(child);
+      slowestAbort = std::max(slowestAbort, secondsSince(aborting));
+      if (rc != ncclSuccess) failf(h, "cycle %d: ncclCommAbort returned %d", cycle, rc);
+      waitStreams(h, {busy.stream, h.slots[0].stream}, 30, "after the abort");
+      cudaGetLastError();
+      if (cycle >= 0) done = cycle + 1;
+      if (barrier(h, scratch, h.failures->count() == before ? 0.0f : 1.0f) != 0.0f) break;
+    }
+    const Resources end = measure(h, scratch);
+    fprintf(stderr, "rank %d: %d abort cycles in %.1f s, slowest abort %.2f s; baseline %s; end %s\n",
+            h.slots[0].rank, done, secondsSince(start), slowestAbort, describe(base).c_str(), describe(end).c_str());
+    if (done < kCycles) failf(h, "stopped after %d of %d cycles", done, kCycles);
+    const double lostMiB = (static_cast<double>(base.freeBytes) - static_cast<double>(end.freeBytes)) / 1048576.0;
+    if (base.freeBytes == 0 || end.freeBytes == 0 || lostMiB > kDeviceSlackMiB) {
+      failf(h, "device memory not given back: %.1f MiB less free after %d aborts (slack %.0f MiB)", lostMiB, done,
+            kDeviceSlackMiB);
+    }
+    if (base.rssKiB < 0 || end.rssKiB < 0 || (end.rssKiB - base.rssKiB) / 1024.0 > kRssSlackMiB) {
+      failf(h, "host memory (VmRSS) grew: %ld -> %ld KiB after %d aborts", base.rssKiB, end.rssKiB, done);
+    }
+    if (end.fds - base.fds > kFdSlack) failf(h, "fds leak: %d -> %d after %d aborts", base.fds, end.fds, done);
+    if (end.threads - base.threads > kThreadSlack) {
+      failf(h, "threads leak: %d -> %d after %d aborts", base.threads, end.threads, done);
     }
     cudaFree(scratch);
     h.failures->addCheck();

@@ -10,6 +10,8 @@
  * completes the job, which two threads must not do at once; ncclCommDestroy and every call that
  * needs the communicator answer ncclInvalidArgument while it is in progress.
  *
+ * FAKE_THROW_IN=name makes that function throw a C++ exception, as a failure inside our set-up.
+ *
  * What it records for the tests: calls on a destroyed or aborted communicator, two threads inside
  * NCCL on one communicator, the calls made from threads other than the main one (our set-up
  * thread) and the exchange rounds (ncclGroupEnd) among them, and the allreduces NCCL received. */
@@ -49,7 +51,12 @@ static long long nowNs(void) {
 
 static int onMainThread(void) { return pthread_equal(pthread_self(), gMainThread); }
 
+void fakeThrow(const char* where); /* tests/shim/fake_throw.cc */
+
 static void noteCall(const char* function, ncclComm_t comm) {
+  /* FAKE_THROW_IN=name: that function throws a C++ exception (into the interposer's set-up). */
+  const char* throwIn = getenv("FAKE_THROW_IN");
+  if (throwIn != NULL && strcmp(throwIn, function) == 0) fakeThrow(function);
   if (comm != NULL && atomic_load(&comm->dead)) {
     fprintf(stderr, "fake NCCL: %s on a destroyed or aborted communicator %p\n", function, (void*)comm);
     atomic_fetch_add(&fakeCounters.callsOnDeadComm, 1);

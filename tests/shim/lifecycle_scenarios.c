@@ -271,6 +271,29 @@ static void abortUncollectedChild(void) {
   CHECK(ncclCommDestroy(parent) == ncclSuccess, "destroy of the parent failed");
 }
 
+/* The set-up throws (FAKE_THROW_IN=ncclCommUserRank: the first NCCL call of every set-up): the
+ * exception must stay inside libnccl-lamport.so (else std::terminate ends this process), init
+ * returns NCCL's answer and the communicator works on NCCL. */
+static void throwInBlockingSetup(void) {
+  ncclResult_t result;
+  ncclComm_t comm = initWithBlocking(1, &result);
+  CHECK(result == ncclSuccess, "blocking init returned %d, NCCL said ncclSuccess", result);
+  float x = 1.0f;
+  CHECK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess, "allreduce failed");
+  CHECK(atomic_load(&fakeCounters.allReduceCalls) == 1, "the allreduce did not reach NCCL");
+  CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy failed");
+}
+
+/* The same on the set-up thread of a non-blocking communicator: it becomes ready, on NCCL. */
+static void throwInDeferredSetup(void) {
+  ncclComm_t comm = initNonBlocking();
+  CHECK(pollReady(comm) == ncclSuccess, "never ready after the set-up threw");
+  CHECK(infoOf(comm).eligible == 0, "eligible after a failed set-up");
+  float x = 1.0f;
+  CHECK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess, "allreduce failed");
+  CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy failed");
+}
+
 int main(int argc, char** argv) {
   getCommInfo = (ncclResult_t(*)(ncclComm_t, ncclLamportCommInfo_t*))dlsym(RTLD_DEFAULT, "ncclLamportGetCommInfo");
   if (getCommInfo == NULL || argc < 2) {
@@ -293,6 +316,8 @@ int main(int argc, char** argv) {
       {"abort-then-handle-reused-keeps-setup", abortThenHandleReusedKeepsSetup},
       {"destroy-races-ready-then-handle-reused", destroyRacesReadyThenHandleReused},
       {"abort-uncollected-child", abortUncollectedChild},
+      {"throw-in-blocking-setup", throwInBlockingSetup},
+      {"throw-in-deferred-setup", throwInDeferredSetup},
   };
   for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); ++i) {
     if (strcmp(argv[1], scenarios[i].name) != 0) continue;

@@ -3,7 +3,9 @@
 # one scenario per test. Included from tests/CMakeLists.txt.
 set(_shim ${CMAKE_CURRENT_LIST_DIR})
 
-add_library(shim_lifecycle_fake_nccl SHARED ${_shim}/lifecycle_fake_nccl.c)
+add_library(shim_lifecycle_fake_nccl SHARED ${_shim}/lifecycle_fake_nccl.c ${_shim}/fake_throw.cc)
+# FAKE_THROW_IN: a C++ exception thrown from fake_throw.cc unwinds through the C frames.
+set_source_files_properties(${_shim}/lifecycle_fake_nccl.c PROPERTIES COMPILE_OPTIONS -fexceptions)
 target_link_libraries(shim_lifecycle_fake_nccl PRIVATE nccl_headers Threads::Threads)
 target_include_directories(shim_lifecycle_fake_nccl PRIVATE ${PROJECT_SOURCE_DIR})
 set_target_properties(shim_lifecycle_fake_nccl PROPERTIES C_VISIBILITY_PRESET default OUTPUT_NAME lifecycle_fake_nccl)
@@ -31,9 +33,22 @@ set_tests_properties(shim_lifecycle.abort-uncollected-child PROPERTIES
   ENVIRONMENT "${_preload};FAKE_SPLIT_WRITES_CHILD_MS=50")
 set_tests_properties(shim_lifecycle.destroy-races-ready-then-handle-reused PROPERTIES
   ENVIRONMENT "${_preload};FAKE_DESTROY_RACES_READY=1;FAKE_DESTROY_REUSES_HANDLE=1")
+foreach(_case throw-in-blocking-setup throw-in-deferred-setup)
+  add_test(NAME shim_lifecycle.${_case} COMMAND shim_lifecycle_scenarios ${_case})
+  set_tests_properties(shim_lifecycle.${_case} PROPERTIES LABELS cpu TIMEOUT 60
+    ENVIRONMENT "${_preload};FAKE_THROW_IN=ncclCommUserRank")
+endforeach()
 add_test(NAME shim_lifecycle.env-makes-blocking COMMAND shim_lifecycle_scenarios env-makes-blocking)
 add_test(NAME shim_lifecycle.env-makes-nonblocking COMMAND shim_lifecycle_scenarios env-makes-nonblocking)
 set_tests_properties(shim_lifecycle.env-makes-blocking PROPERTIES LABELS cpu TIMEOUT 60
   ENVIRONMENT "${_preload};NCCL_COMM_BLOCKING=1")
 set_tests_properties(shim_lifecycle.env-makes-nonblocking PROPERTIES LABELS cpu TIMEOUT 60
   ENVIRONMENT "${_preload};NCCL_COMM_BLOCKING=0")
+
+# The set-up's wait bounds per exchange round (issue 10, points 2 and 4), against the same stand-in.
+add_executable(shim_setup_waits ${CMAKE_CURRENT_LIST_DIR}/../unit/test_setup_waits.cc)
+target_include_directories(shim_setup_waits PRIVATE ${PROJECT_SOURCE_DIR})
+# Linked to the stand-in: the plugin finds its pnccl* in the global scope (no dlopen by path).
+target_link_libraries(shim_setup_waits PRIVATE lamport_internal shim_lifecycle_fake_nccl CUDA::cudart_static
+                      GTest::gtest_main Threads::Threads)
+gtest_discover_tests(shim_setup_waits PROPERTIES LABELS cpu TIMEOUT 60 DISCOVERY_TIMEOUT 60)

@@ -19,6 +19,26 @@ add_executable(test_real_nccl ${_shim}/test_real_nccl.cc ${PROJECT_SOURCE_DIR}/p
 target_link_libraries(test_real_nccl PRIVATE lamport_common GTest::gtest_main ${CMAKE_DL_LIBS})
 target_compile_definitions(test_real_nccl PRIVATE FAKE_OLD_NCCL_PATH="$<TARGET_FILE:shim_fake_old_nccl>")
 add_dependencies(test_real_nccl shim_fake_old_nccl)
+# A second copy of libnccl-lamport.so (a file of its own, so a link map of its own) behind the
+# name libnccl.so.2, and a library that defines one profiling alias but no pncclAllReduce.
+add_library(shim_fake_partial_nccl SHARED ${_shim}/fake_partial_nccl.c)
+target_link_libraries(shim_fake_partial_nccl PRIVATE nccl_headers)
+set_target_properties(shim_fake_partial_nccl PROPERTIES C_VISIBILITY_PRESET default)
+set(_copy_dir ${CMAKE_CURRENT_BINARY_DIR}/shim_copy)
+add_custom_target(shim_lamport_copy ALL
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${_copy_dir}
+  COMMAND ${CMAKE_COMMAND} -E copy_if_different ${_lamport_so} ${_copy_dir}/libnccl.so.2
+  DEPENDS nccl-lamport VERBATIM)
+target_compile_definitions(test_real_nccl PRIVATE LAMPORT_COPY_PATH="${_copy_dir}/libnccl.so.2"
+                           FAKE_PARTIAL_NCCL_PATH="$<TARGET_FILE:shim_fake_partial_nccl>")
+add_dependencies(test_real_nccl shim_fake_partial_nccl shim_lamport_copy)
+add_test(NAME shim_real_nccl.RejectsAnotherCopyByConfiguredPath
+         COMMAND test_real_nccl --gtest_filter=RealNccl.RejectsAnotherCopyByConfiguredPath)
+add_test(NAME shim_real_nccl.RejectsAnotherCopyByName COMMAND test_real_nccl --gtest_filter=RealNccl.RejectsAnotherCopyByName)
+set_tests_properties(shim_real_nccl.RejectsAnotherCopyByConfiguredPath PROPERTIES LABELS cpu
+                     ENVIRONMENT "NCCL_DEBUG=WARN" FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
+set_tests_properties(shim_real_nccl.RejectsAnotherCopyByName PROPERTIES LABELS cpu
+                     ENVIRONMENT "NCCL_DEBUG=WARN;LD_LIBRARY_PATH=${_copy_dir}" FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
 
 # The signature-agnostic forwarders (plugin/abi/opaque_forward.S) with no NCCL (each returns its
 # fallback) and with a stand-in NCCL whose functions check every argument register
@@ -52,7 +72,7 @@ get_filename_component(_nccl_dir ${NCCL_LIBRARY} DIRECTORY)
 set(_nccl_env "LD_LIBRARY_PATH=${_nccl_dir}" "NCCL_DEBUG=WARN")
 
 foreach(_case LoadsLibncclByNameWhenNoneIsLoaded UsesAnNcclInTheGlobalScope FindsAnNcclLoadedLocally
-              OldNcclWithoutProfilingApi ConfiguredPathIsTheOnlyCandidate)
+              OldNcclWithoutProfilingApi ConfiguredPathIsTheOnlyCandidate GlobalScopeResolvesFromOneLibrary)
   add_test(NAME shim_real_nccl.${_case} COMMAND test_real_nccl --gtest_filter=RealNccl.${_case})
   set_tests_properties(shim_real_nccl.${_case} PROPERTIES LABELS cpu ENVIRONMENT "${_nccl_env}"
                        FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]")

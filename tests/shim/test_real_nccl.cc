@@ -130,4 +130,39 @@ TEST(RealNccl, ConfiguredPathIsTheOnlyCandidate) {
   EXPECT_STREQ(nccl_lamport::ncclErrorText(ncclInternalError), "unknown NCCL error");
 }
 
+// Another copy of nccl-lamport named by NCCL_LAMPORT_NCCL_PATH is no NCCL (it exports no
+// pncclAllReduce, so it used to be taken for an NCCL older than 2.16.2).
+TEST(RealNccl, RejectsAnotherCopyByConfiguredPath) {
+  RUN_ALONE();
+  setenv("NCCL_LAMPORT_NCCL_PATH", LAMPORT_COPY_PATH, 1);
+  EXPECT_EQ(nccl_lamport::resolveRealNccl("ncclGetVersion"), nullptr);
+  EXPECT_FALSE(nccl_lamport::realNcclHasProfilingApi());
+  EXPECT_TRUE(logged("another copy of nccl-lamport")) << allLines();
+  EXPECT_FALSE(logged("no profiling API")) << allLines();
+}
+
+// The same copy found by name (LD_LIBRARY_PATH puts its directory first).
+TEST(RealNccl, RejectsAnotherCopyByName) {
+  RUN_ALONE();
+  unsetenv("NCCL_LAMPORT_NCCL_PATH");
+  EXPECT_EQ(nccl_lamport::resolveRealNccl("ncclGetVersion"), nullptr);
+  EXPECT_FALSE(nccl_lamport::realNcclHasProfilingApi());
+  EXPECT_TRUE(logged("another copy of nccl-lamport")) << allLines();
+}
+
+// In the global scope every function comes from the library holding pncclAllReduce, even where an
+// earlier library in that scope defines one of the other aliases.
+TEST(RealNccl, GlobalScopeResolvesFromOneLibrary) {
+  RUN_ALONE();
+  ASSERT_NE(dlopen(FAKE_PARTIAL_NCCL_PATH, RTLD_NOW | RTLD_GLOBAL), nullptr) << dlerror();
+  ASSERT_NE(dlopen("libnccl.so.2", RTLD_NOW | RTLD_GLOBAL), nullptr) << dlerror();
+  void* allReduce = nccl_lamport::resolveRealNccl("ncclAllReduce");
+  void* errorString = nccl_lamport::resolveRealNccl("ncclGetErrorString");
+  ASSERT_NE(allReduce, nullptr) << allLines();
+  ASSERT_NE(errorString, nullptr) << allLines();
+  EXPECT_EQ(objectOf(errorString), objectOf(allReduce));
+  EXPECT_STRNE(nccl_lamport::ncclErrorText(ncclInternalError), "partial fake NCCL");
+  EXPECT_TRUE(logged("(in the global scope)")) << allLines();
+}
+
 }  // namespace
