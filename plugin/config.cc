@@ -20,6 +20,7 @@ constexpr const char* kWorkspaceMax = "NCCL_LAMPORT_WORKSPACE_MAX_BYTES";
 constexpr const char* kTimeout = "NCCL_LAMPORT_TIMEOUT_MS";
 constexpr const char* kNcclPath = "NCCL_LAMPORT_NCCL_PATH";
 constexpr const char* kRequireNvlink = "NCCL_LAMPORT_REQUIRE_NVLINK";
+constexpr const char* kKernel = "NCCL_LAMPORT_KERNEL";
 // Read by the LD_AUDIT module (plugin/ld_audit.c), not here: listed for the README check only.
 constexpr const char* kAuditDebug = "NCCL_LAMPORT_AUDIT_DEBUG";
 
@@ -39,6 +40,7 @@ const std::vector<KnobInfo>& knobTable() {
       {kNcclPath, "unset", "path"},
       {kAuditDebug, "0", "bool"},
       {kRequireNvlink, "1", "bool"},
+      {kKernel, "fast", "name"},
   };
   return table;
 }
@@ -122,6 +124,13 @@ Config parseConfig(const EnvLookup& env) {
     }
   }
   if (const char* v = env(kNcclPath)) config.ncclPath = v;
+  if (const char* v = env(kKernel)) {
+    if (strcasecmp(v, "fast") == 0 || strcasecmp(v, "baseline") == 0) {
+      config.baselineKernel = strcasecmp(v, "baseline") == 0;
+    } else {
+      warnBad(kKernel, v, "fast or baseline");
+    }
+  }
   if (const char* v = env(kRequireNvlink)) {
     if (!parseBool(v, &config.requireNvlink)) warnBad(kRequireNvlink, v, "0 or 1");
   }

@@ -34,6 +34,9 @@ struct Config {
   std::string ncclPath;
   /** NCCL_LAMPORT_REQUIRE_NVLINK: 0 accepts any P2P-capable pair (for PCIe testing only). */
   bool requireNvlink = true;
+  /** NCCL_LAMPORT_KERNEL: "fast" (default) or "baseline", the one-shot kernel of 2026-12-01 (A/B
+   *  timing only: its full-residency grid can deadlock communicators used in opposite orders). */
+  bool baselineKernel = false;
 };
 
 /** One knob's documentation, for the README check and --help style listings. */

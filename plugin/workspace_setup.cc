@@ -382,6 +382,7 @@ void fillLaunchTemplate(LamportComm& lc, uint64_t timeoutMs) {
   args.abortFlag = static_cast<const volatile uint32_t*>(abortDev);
   args.errorFlag = static_cast<uint32_t*>(errorDev);
   args.timeoutNs = timeoutMs * 1000000ull;
+  args.variant = globalConfig().baselineKernel ? LamportKernelVariant::kBaseline : LamportKernelVariant::kFast;
 }
 
 void publish(SetupState& s, bool allOk) {
