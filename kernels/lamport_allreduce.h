@@ -13,6 +13,12 @@ namespace nccl_lamport {
 
 /** Datatypes the kernels are instantiated for. */
 enum class LamportDataType : int { kFloat32 = 0, kFloat16 = 1, kBFloat16 = 2 };
+/** Bytes of one element of datatype (0 for a value outside the enum). */
+constexpr size_t lamportElementBytes(LamportDataType datatype) {
+  return datatype == LamportDataType::kFloat32                                           ? 4
+         : datatype == LamportDataType::kFloat16 || datatype == LamportDataType::kBFloat16 ? 2
+                                                                                          : 0;
+}
 /** Ops: kAvg is the fp32 sum scaled by 1/nRanks before the single conversion. */
 enum class LamportReduceOp : int { kSum = 0, kAvg = 1 };
 

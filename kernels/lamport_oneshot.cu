@@ -42,17 +42,6 @@ namespace {
 
 using OneShotKernel = LamportKernelFn;
 
-size_t elementBytes(LamportDataType datatype) {
-  switch (datatype) {
-    case LamportDataType::kFloat32:
-      return 4;
-    case LamportDataType::kFloat16:
-    case LamportDataType::kBFloat16:
-      return 2;
-  }
-  return 0;
-}
-
 bool layoutValid(const LamportLayout& layout) {
   return layout.nRanks >= 2 && layout.nRanks <= kLamportMaxRanks && layout.slotBytes != 0 &&
          layout.slotBytes % kLamportVectorBytes == 0 &&
@@ -200,7 +189,7 @@ namespace {
 
 /** Vectors (16 B) of the message. */
 size_t messageVectors(const LamportOneShotArgs& args) {
-  return (args.count * elementBytes(args.datatype) + kLamportVectorBytes - 1) / kLamportVectorBytes;
+  return (args.count * lamportElementBytes(args.datatype) + kLamportVectorBytes - 1) / kLamportVectorBytes;
 }
 
 /** Vectors one data thread index stands for: the whole message, or one chunk (two-shot). */
@@ -212,7 +201,7 @@ size_t vectorsToSpread(const LamportOneShotArgs& args) {
 
 /** The checks of launchLamportOneShot that need no CUDA call; false = cudaErrorInvalidValue. */
 bool argsValid(const LamportOneShotArgs& args, const LaunchShape& shape) {
-  const size_t elemBytes = elementBytes(args.datatype);
+  const size_t elemBytes = lamportElementBytes(args.datatype);
   const LamportLayout& layout = args.layout;
   if (elemBytes == 0 || !layoutValid(layout) || args.rank < 0 || args.rank >= layout.nRanks ||
       args.maxBlocks < 0 || args.residencyShare < 0 || shape.kernel == nullptr) {

@@ -155,10 +155,8 @@ __device__ __forceinline__ void storeOutput(void* recvbuff, size_t bytes, uint32
 // Publish / poll / reduce
 // ---------------------------------------------------------------------------------------------
 
-/** Slot index of `sender` in `receiver`'s buffer (LamportLayout::slotOffset, without the base). */
-__device__ __forceinline__ int slotIndex(int receiver, int sender) {
-  return sender < receiver ? sender : sender - 1;
-}
+/** Slot index of `sender` in `receiver`'s buffer (kernels/lamport_layout.h, lamportSlotIndex). */
+__device__ __forceinline__ int slotIndex(int receiver, int sender) { return lamportSlotIndex(receiver, sender); }
 
 /**
  * Stores x into slot [rank] at byte `offset` (buffer offset + vector offset) of every peer.

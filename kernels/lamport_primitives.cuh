@@ -2,7 +2,7 @@
 // vector type with its volatile/unaligned accesses, and fp16/bf16 <-> fp32 conversion.
 //
 // Everything except the PTX accessors is __host__ __device__ and compiles with a plain C++17
-// compiler (no CUDA headers), so tests/test_lamport_primitives.cc checks on the CPU exactly the
+// compiler (no CUDA headers), so tests/unit/test_lamport_primitives.cc checks on the CPU exactly the
 // logic the kernels run. CUDA-only parts are under `#if defined(__CUDACC__)`.
 //
 // The protocol in one paragraph (research/kernel-anchors.md sections 1 and 7): every word of a

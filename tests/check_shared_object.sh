@@ -60,7 +60,7 @@ if [ -n "$real" ]; then
   unexported=$(comm -23 <(echo "$real_api") <(functions "$so"))
   if [ -n "$unexported" ]; then
     echo "FAIL: functions of $real not exported as functions: $(echo $unexported)"
-    echo "      (forward them: plugin/nccl_api_list.h, or plugin/opaque_api_list.h for any signature)"
+    echo "      (forward them: plugin/abi/nccl_api_list.h, or plugin/abi/opaque_api_list.h for any signature)"
     fail=1
   fi
   echo "functions of $(basename "$real"): $(echo "$real_api" | wc -l) (without pnccl*), all exported unless listed above"

@@ -9,13 +9,13 @@
 #   bench      nccl-lamport-bench
 #   nccltests  tests/clients/nccltests_modes.sh: all_reduce_perf in every mode, other collectives,
 #              tuner-only (NT_QUICK=1: fewer runs)
-#   torch      tests/torch/allreduce_check.py, stock vs preloaded
-#   clients    tests/torch/clients_check.py: init eager / lazy / non-blocking, each stock vs preloaded
+#   torch      tests/clients/torch/allreduce_check.py, stock vs preloaded
+#   clients    tests/clients/torch/clients_check.py: init eager / lazy / non-blocking, each stock vs preloaded
 #              (CLIENT_VARIANTS: space-separated subset of "eager lazy nonblocking")
 #   pynccl     tests/clients/pynccl_ctypes_check.py: stock library, libnccl-lamport.so by path,
 #              libnccl.so.2 by name under LD_AUDIT=libnccl-lamport-audit.so
 #   jax        tests/clients/jax_psum_check.py, stock vs LD_AUDIT (skipped without jax)
-# NCCL_LAMPORT_TEST_SHARED_GPU=1: shared-GPU mode (tests/shared_gpu.h), for a machine with one GPU:
+# NCCL_LAMPORT_TEST_SHARED_GPU=1: shared-GPU mode (tests/gpu/shared_gpu.h), for a machine with one GPU:
 # the forked GPU tests and the two-rank Python checks put both ranks on GPU 0, each with its own
 # NCCL_HOSTID (NCCL joins them over sockets on loopback), NCCL_LAMPORT_REQUIRE_NVLINK=0. Results
 # are real, timings are not (the ranks' kernels are time-sliced): bench, nccltests and jax are
@@ -26,11 +26,25 @@
 # always run on PyTorch's own NCCL.
 # Per-rank result files go to $RESULTS (default /tmp/nccl-lamport-results), not $OUT.
 # Prints one summary line per run, the time of each part, and "gpu_suite: N passed, M failed,
-# K skipped" (a part with nothing to run is SKIPPED, never PASS); exits 1 if any part failed, 2 if no NCCL to test was found (nothing ran). Every log is
+# K skipped" (a part with nothing to run is SKIPPED, never PASS); exits 1 if any part failed, 2 if no NCCL to test was found (nothing ran), 3 if
+# STAGE_DIR holds no staged build (nothing ran; the message says how to stage one). Every log is
 # packed into $OUT/logs.tgz.
 set -u
 STAGE=${1:-.device/stage}
 PARTS=${2:-gtest,bench,nccltests,torch,clients,pynccl,jax}
+if [ ! -f "$STAGE/lib/libnccl-lamport.so" ] || [ ! -f tests/gpu_suite.sh ]; then
+  {
+    [ -f tests/gpu_suite.sh ] || echo "gpu_suite: run me from the repository root (I use tests/clients/ and tests/gpu/)."
+    [ -f "$STAGE/lib/libnccl-lamport.so" ] || {
+      echo "gpu_suite: nothing staged: $STAGE/lib/libnccl-lamport.so does not exist."
+      echo "  Build, then stage the binaries (from the repository root):"
+      echo "    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j"
+      echo "    bash tests/stage_for_device.sh build $STAGE"
+      echo "  then run again: OUT=/tmp/out bash tests/gpu_suite.sh $STAGE [PARTS]"
+    }
+  } >&2
+  exit 3
+fi
 OUT=${OUT:-/tmp/nccl-lamport-out}
 RESULTS=${RESULTS:-/tmp/nccl-lamport-results}
 mkdir -p "$OUT"
@@ -184,7 +198,7 @@ torch_run() {
 # compare_dirs LABEL BASELINE PLUGIN LOG
 compare_dirs() {
   echo "=== compare $1: $2 vs $3" >>"$4"
-  python3 tests/torch/compare_runs.py "$2" "$3" --ranks 2 --label "$1" >>"$4" 2>&1
+  python3 tests/clients/torch/compare_runs.py "$2" "$3" --ranks 2 --label "$1" >>"$4" 2>&1
   local rc=$?
   [ "$rc" -eq 0 ] || fail
   note "compare $1: $([ "$rc" -eq 0 ] && echo PASS || echo FAIL) rc=$rc $(tail -1 "$4")"
@@ -242,8 +256,8 @@ run_nccltests() {
 run_torch() {
   local tlog="$OUT/torch.log"
   : >"$tlog"
-  torch_run "torch stock" "$tlog" stock -- tests/torch/allreduce_check.py --out "$RESULTS/torch-stock"
-  torch_run "torch lamport" "$tlog" lamport "LD_PRELOAD=$SO" -- tests/torch/allreduce_check.py --out "$RESULTS/torch-lamport"
+  torch_run "torch stock" "$tlog" stock -- tests/clients/torch/allreduce_check.py --out "$RESULTS/torch-stock"
+  torch_run "torch lamport" "$tlog" lamport "LD_PRELOAD=$SO" -- tests/clients/torch/allreduce_check.py --out "$RESULTS/torch-lamport"
   compare_dirs torch "$RESULTS/torch-stock" "$RESULTS/torch-lamport" "$tlog"
 }
 
@@ -264,9 +278,9 @@ run_clients() {
         ;;
     esac
     torch_run "clients stock-$variant" "$clog" stock ${venv[@]+"${venv[@]}"} -- \
-      tests/torch/clients_check.py "${vargs[@]}" --out "$RESULTS/clients-stock-$variant"
+      tests/clients/torch/clients_check.py "${vargs[@]}" --out "$RESULTS/clients-stock-$variant"
     torch_run "clients lamport-$variant" "$clog" "${expect[0]}" ${venv[@]+"${venv[@]}"} "LD_PRELOAD=$SO" -- \
-      tests/torch/clients_check.py "${vargs[@]}" "${expect[@]:1}" --out "$RESULTS/clients-lamport-$variant"
+      tests/clients/torch/clients_check.py "${vargs[@]}" "${expect[@]:1}" --out "$RESULTS/clients-lamport-$variant"
     compare_dirs "clients $variant" "$RESULTS/clients-stock-$variant" "$RESULTS/clients-lamport-$variant" "$clog"
   done
 }

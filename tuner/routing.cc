@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "kernels/lamport_allreduce.h"
+
 namespace nccl_lamport {
 
 size_t defaultOneShotMaxBytes(int nRanks, int smArch) {
@@ -48,13 +50,18 @@ size_t agreedTwoShotMaxBytes(int nRanks, int smArch, size_t overrideTwoShotMaxBy
   return bytes > oneShotMaxBytes ? bytes : 0;
 }
 
-size_t lamportElementSize(ncclDataType_t datatype) {
+bool lamportDataTypeOf(ncclDataType_t datatype, LamportDataType* out) {
   switch (datatype) {
-    case ncclFloat32: return 4;
-    case ncclFloat16: return 2;
-    case ncclBfloat16: return 2;
-    default: return 0;
+    case ncclFloat32: *out = LamportDataType::kFloat32; return true;
+    case ncclFloat16: *out = LamportDataType::kFloat16; return true;
+    case ncclBfloat16: *out = LamportDataType::kBFloat16; return true;
+    default: return false;
   }
+}
+
+size_t lamportElementSize(ncclDataType_t datatype) {
+  LamportDataType type;
+  return lamportDataTypeOf(datatype, &type) ? lamportElementBytes(type) : 0;
 }
 
 bool lamportSupportsOp(ncclRedOp_t op) { return op == ncclSum || op == ncclAvg; }

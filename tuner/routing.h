@@ -13,6 +13,8 @@
 
 namespace nccl_lamport {
 
+enum class LamportDataType : int;  // kernels/lamport_allreduce.h
+
 /** Where an allreduce runs. */
 enum class AllReducePath { kNccl = 0, kLamportOneShot = 1, kLamportTwoShot = 2 };
 
@@ -62,6 +64,10 @@ size_t twoShotCapacityBytes(int nRanks, size_t slotBytes);
  */
 size_t agreedTwoShotMaxBytes(int nRanks, int smArch, size_t overrideTwoShotMaxBytes, size_t oneShotMaxBytes,
                              size_t slotBytes);
+
+/** The kernels' datatype for an NCCL datatype: true and *out for float32, float16 and bfloat16,
+ *  false (out untouched) for any other. The one mapping from NCCL's datatypes to the kernels'. */
+bool lamportDataTypeOf(ncclDataType_t datatype, LamportDataType* out);
 
 /** Element size of a datatype the Lamport kernels support (float32/16, bfloat16), else 0. */
 size_t lamportElementSize(ncclDataType_t datatype);

@@ -14,7 +14,7 @@
 
 #include <nccl.h>
 
-#include "plugin/log.h"
+#include "common/log.h"
 
 namespace nccl_lamport {
 

@@ -15,9 +15,9 @@ avg, max and a 32 MiB call that is above the Lamport crossover) on
 torch.cuda.current_stream().cuda_stream; a grouped pair of allreduces (ncclGroupStart/End); an
 allreduce captured in a CUDA graph and replayed; ncclAllGather, ncclBroadcast and a grouped
 ncclSend/ncclRecv exchange (what pynccl also calls); ncclCommDestroy. Every result is checked
-against a float64 reference and saved to DIR/rank<r>.pt for tests/torch/compare_runs.py (sum,
+against a float64 reference and saved to DIR/rank<r>.pt for tests/clients/torch/compare_runs.py (sum,
 max, gather, broadcast and send/recv results must be bit-identical between runs; avg within
-tolerance, see tests/torch/common.py).
+tolerance, see tests/clients/torch/common.py).
 
 If the library exports ncclLamportGetAllReducePath, each call's path is queried and printed.
 --expect-lamport: the library must be nccl-lamport (the extension API is found through the

@@ -14,7 +14,7 @@
  * la_objsearch redirect keeps the requested name ("libnccl.so.2", or the path asked for) among
  * its names, and dlopen compares names with loaded objects before asking the auditor, so our
  * object's own dlopen("libnccl.so.2") returns itself; the plugin works around it
- * (plugin/audit_protocol.h), and this test fails if it does not. When our object was loaded by
+ * (plugin/loader/audit_protocol.h), and this test fails if it does not. When our object was loaded by
  * its own path first ("path-then-name-audit"), the name stays free and the audit module lets our
  * object's request through. Prints "dlopen_nccl: PASS" and exits 0 on success.
  */
@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/audit_protocol.h"
+#include "plugin/loader/audit_protocol.h"
 #include "shim_check.h"
 
 typedef ncclResult_t (*GetVersionFn)(int*);

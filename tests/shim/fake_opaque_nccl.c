@@ -1,5 +1,5 @@
-/* A stand-in NCCL for the trampolines of plugin/opaque_forward.S: the names are those of
- * plugin/opaque_api_list.h, the signatures (tests/shim/fake_opaque_nccl.h) use every register
+/* A stand-in NCCL for the trampolines of plugin/abi/opaque_forward.S: the names are those of
+ * plugin/abi/opaque_api_list.h, the signatures (tests/shim/fake_opaque_nccl.h) use every register
  * that can carry an argument or a result, so a slow path that lost one is caught. Loaded by the
  * plugin through NCCL_LAMPORT_NCCL_PATH (tests/shim/opaque_calls.c "abi"); plain names only, as
  * an NCCL without profiling aliases, which the plugin uses by handle. */

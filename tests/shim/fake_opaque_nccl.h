@@ -1,5 +1,5 @@
 /* Shared by tests/shim/fake_opaque_nccl.c (a stand-in NCCL whose functions carry the names of
- * plugin/opaque_api_list.h but signatures chosen to use every argument register) and
+ * plugin/abi/opaque_api_list.h but signatures chosen to use every argument register) and
  * tests/shim/opaque_calls.c (calls them through libnccl-lamport.so's trampolines). Each checking
  * function returns a bit mask of the arguments that did not arrive as expected: 0 = all did. */
 #ifndef NCCL_LAMPORT_FAKE_OPAQUE_NCCL_H_

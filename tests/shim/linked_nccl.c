@@ -1,15 +1,15 @@
 /* A program linked against the real libnccl.so.2 (DT_NEEDED), as libtorch_cuda.so is, that
- * refers to the NCCL exports outside nccl.h (plugin/opaque_api_list.h). Run under the LD_AUDIT
+ * refers to the NCCL exports outside nccl.h (plugin/abi/opaque_api_list.h). Run under the LD_AUDIT
  * module, the loader gives it libnccl-lamport.so instead, and the program only starts if our
  * object defines every symbol it refers to: PyTorch failed with "undefined symbol:
- * ncclDevCommDestroy" before plugin/opaque_forward.S. Then a call goes through our trampoline to
+ * ncclDevCommDestroy" before plugin/abi/opaque_forward.S. Then a call goes through our trampoline to
  * the real NCCL behind us, and must answer as that NCCL does.
  * Prints "linked_nccl: PASS" and exits 0 on success. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
 
-#include "plugin/audit_protocol.h"
+#include "plugin/loader/audit_protocol.h"
 
 /* Declared here: the nccl_device/ headers need the CUDA headers. Only their addresses are
  * taken (references the loader must bind at start-up), except ncclLLA2ACalcSlots. */

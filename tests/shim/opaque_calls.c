@@ -1,5 +1,5 @@
-/* Calls the signature-agnostic forwarders of libnccl-lamport.so (plugin/opaque_forward.S, names
- * in plugin/opaque_api_list.h) through dlopen/dlsym, with no GPU. Every function is called twice:
+/* Calls the signature-agnostic forwarders of libnccl-lamport.so (plugin/abi/opaque_forward.S, names
+ * in plugin/abi/opaque_api_list.h) through dlopen/dlsym, with no GPU. Every function is called twice:
  * the first call takes the trampoline's slow path (the resolver runs between the caller and the
  * real function), the second its fast path.
  *

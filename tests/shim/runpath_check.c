@@ -18,7 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "plugin/audit_protocol.h"
+#include "plugin/loader/audit_protocol.h"
 #include "runpath_fake_nccl.h"
 #include "shim_check.h"
 

@@ -1,6 +1,6 @@
-// Which NCCL plugin/real_nccl.cc picks, and realNcclHasProfilingApi(), in a process that does not
+// Which NCCL plugin/loader/real_nccl.cc picks, and realNcclHasProfilingApi(), in a process that does not
 // link NCCL. The choice is made once per process, so each test runs alone in its own process
-// (tests/shim_tests.cmake registers one ctest per test with --gtest_filter); run together they
+// (tests/shim/shim_tests.cmake registers one ctest per test with --gtest_filter); run together they
 // skip themselves.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "plugin/log.h"
-#include "plugin/real_nccl.h"
+#include "common/log.h"
+#include "plugin/loader/real_nccl.h"
 
 namespace {
 

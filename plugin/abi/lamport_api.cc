@@ -1,0 +1,41 @@
+// The public extension API of include/nccl_lamport.h.
+#include <cstdio>
+#include <cstring>
+
+#include "include/nccl_lamport.h"
+#include "plugin/comm/comm_registry.h"
+#include "plugin/abi/export.h"
+#include "plugin/interpose/interpose_state.h"
+
+using namespace nccl_lamport;
+
+NCCL_LAMPORT_EXPORT ncclResult_t ncclLamportGetAllReducePath(ncclComm_t comm, size_t count, ncclDataType_t datatype,
+                                                             ncclRedOp_t op, ncclLamportPath_t* path) {
+  if (path == nullptr) return ncclInvalidArgument;
+  const std::shared_ptr<LamportComm> lc = comm != nullptr ? CommRegistry::instance().find(comm) : nullptr;
+  switch (pathFor(lc.get(), count, datatype, op)) {
+    case AllReducePath::kLamportOneShot: *path = ncclLamportPathOneShot; break;
+    case AllReducePath::kLamportTwoShot: *path = ncclLamportPathTwoShot; break;
+    default: *path = ncclLamportPathNccl; break;
+  }
+  return ncclSuccess;
+}
+
+NCCL_LAMPORT_EXPORT ncclResult_t ncclLamportGetCommInfo(ncclComm_t comm, ncclLamportCommInfo_t* info) {
+  if (info == nullptr) return ncclInvalidArgument;
+  memset(info, 0, sizeof(*info));
+  const std::shared_ptr<LamportComm> lc = comm != nullptr ? CommRegistry::instance().find(comm) : nullptr;
+  if (lc == nullptr) return ncclSuccess;
+  info->known = 1;
+  info->eligible = lc->eligible ? 1 : 0;
+  info->nRanks = lc->nRanks;
+  info->rank = lc->rank;
+  info->workspaceBytes = lc->eligible ? lc->local.size() : 0;
+  info->oneShotMaxBytes = lc->eligible ? lc->table.oneShotMaxBytes : 0;
+  info->lamportCalls = lc->lamportCalls.load(std::memory_order_relaxed);
+  info->ncclCalls = lc->ncclCalls.load(std::memory_order_relaxed);
+  snprintf(info->reason, sizeof(info->reason), "%s", lc->reason.c_str());
+  return ncclSuccess;
+}
+
+NCCL_LAMPORT_EXPORT int ncclLamportIsActive(void) { return interposerEnabled() ? 1 : 0; }

@@ -1,0 +1,101 @@
+// Per-communicator state and the process-wide map from ncclComm_t to it.
+//
+// Lookups happen on every allreduce, so the map is read under a shared lock and the state a call
+// needs (eligibility, routing table, launch template) is written once, before the communicator is
+// published as ready, and never changed afterwards.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kernels/lamport_allreduce.h"
+#include "plugin/transport/peer_memory.h"
+#include "tuner/routing.h"
+
+namespace nccl_lamport {
+
+/** Host-mapped words the kernel and the host share (abort request in, error report out). */
+struct LamportHostFlags {
+  volatile uint32_t abort;  // host writes non-zero on ncclCommAbort / destroy of a stuck comm
+  volatile uint32_t error;  // kernel writes a LamportError when it gives up
+};
+
+struct LamportComm {
+  ncclComm_t comm = nullptr;
+  int rank = -1;
+  int nRanks = 0;
+  int cudaDev = -1;
+  /** True once every rank agreed and mapped the workspace; set before publication, then fixed. */
+  bool eligible = false;
+  /** Created non-blocking (config.blocking = 0 or NCCL_COMM_BLOCKING=0); a split or shrink
+   *  without a config inherits it, as in NCCL. */
+  bool nonBlocking = false;
+  std::string reason = "not set up yet";
+  RoutingTable table;
+  /** Filled at set-up; per call only buffers, count, datatype and op change. */
+  LamportOneShotArgs launchTemplate{};
+
+  LocalAllocation local;
+  std::vector<std::unique_ptr<PeerMapping>> peers;
+  LamportHostFlags* hostFlags = nullptr;  // cudaHostAlloc'd, mapped; null if not eligible
+
+  /** Set by ncclCommFinalize and ncclCommRevoke: from then on every call goes to NCCL (and gets
+   *  NCCL's answer). */
+  std::atomic<bool> finalized{false};
+  /** Set by ncclCommRevoke: NCCL now owns the error state; ours (an interrupted kernel) is moot. */
+  std::atomic<bool> revoked{false};
+  /** A placeholder of a non-blocking communicator whose set-up has not finished
+   *  (plugin/comm/deferred_setup.h); the published entry replaces it. */
+  std::atomic<bool> setupPending{false};
+  /** Stream of the last call we launched, and an event to order a call on another stream after
+   *  it: NCCL serialises a communicator's operations whatever their streams, and two Lamport
+   *  rounds of one communicator must never overlap. */
+  cudaStream_t lastStream = nullptr;
+  bool hasLastStream = false;
+  cudaEvent_t orderEvent = nullptr;
+  std::atomic<bool> streamWarned{false};
+
+  std::atomic<uint64_t> lamportCalls{0};
+  std::atomic<uint64_t> ncclCalls{0};
+  std::atomic<bool> errorReported{false};
+};
+
+/**
+ * ncclSuccess, or the error a Lamport kernel of lc reported (ncclRemoteError: it stopped waiting
+ * for its peers after NCCL_LAMPORT_TIMEOUT_MS, or on abort). WARNs once per communicator.
+ */
+ncclResult_t lamportAsyncError(LamportComm& lc);
+
+/** Process-wide registry. All methods are thread-safe. */
+class CommRegistry {
+ public:
+  static CommRegistry& instance();
+
+  /** Adds (or replaces) the entry for lc->comm. */
+  void insert(std::unique_ptr<LamportComm> lc);
+  void insertShared(std::shared_ptr<LamportComm> lc);
+  /** The entry for comm or null. Shared: a destroy or abort on another thread (PyTorch's
+   *  watchdog) cannot free it under a caller that is still using it. */
+  std::shared_ptr<LamportComm> find(ncclComm_t comm) const;
+  /** Takes the entry out (null if none). */
+  std::shared_ptr<LamportComm> remove(ncclComm_t comm);
+  /** Takes comm's entry out only if it is still `expected` (a communicator created meanwhile at
+   *  the same address keeps its own). */
+  void removeIfSame(ncclComm_t comm, const std::shared_ptr<LamportComm>& expected);
+  /** Number of entries (tests, leak checks). */
+  size_t size() const;
+
+ private:
+  mutable std::shared_mutex mutex_;
+  std::unordered_map<ncclComm_t, std::shared_ptr<LamportComm>> comms_;
+};
+
+}  // namespace nccl_lamport

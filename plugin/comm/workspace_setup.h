@@ -1,0 +1,38 @@
+// Workspace set-up for communicators (SPEC 4.3, 4.4); tear-down is plugin/comm/comm_teardown.h.
+//
+// setupWorkspaces() is the one place where ranks talk to each other outside the user's calls. It
+// must run at a point that is the same on every rank and outside any group and any stream
+// capture: right after an ungrouped blocking init/split returns, or in the outermost
+// ncclGroupEnd for communicators created inside that group (one grouped exchange for all of
+// them, so one thread can drive several GPUs). Every rank always takes part in both exchange
+// rounds, whatever fails locally, so a local failure never leaves a peer waiting.
+//
+// Protocol, per communicator:
+//   1. each rank allocates its workspace (VMM), exports it and fills an ExchangeRecord;
+//   2. round 1: all-gather of the records (pncclAllGather, grouped over the communicators);
+//   3. every rank decides from the same records whether to proceed (all capable, one host),
+//      checks NVLink + P2P to every peer, maps every peer's workspace (same process: the handle;
+//      other process: a POSIX fd over a Unix socket), fills its buffers with the empty sentinel;
+//   4. round 2: all-gather of one "ok" word per rank; the communicator is accelerated only if
+//      every rank reported ok (SPEC 4.4).
+#pragma once
+
+#include <nccl.h>
+
+#include <vector>
+
+#include "plugin/comm/setup_control.h"
+
+namespace nccl_lamport {
+
+struct LamportComm;
+
+/** Sets up every communicator in `comms` (all must be ready and created together). Registers
+ *  each one, eligible or not, with the reason logged once at INFO; registers nothing once
+ *  options.control is cancelled. Never throws. */
+void setupWorkspaces(const std::vector<ncclComm_t>& comms, const SetupOptions& options = {});
+
+/** Registers comm as known but never accelerated, with a reason (logged once at INFO). */
+void registerIneligible(ncclComm_t comm, const char* reason, bool nonBlocking = false);
+
+}  // namespace nccl_lamport

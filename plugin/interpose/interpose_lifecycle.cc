@@ -1,0 +1,358 @@
+// Wrappers of NCCL's communicator lifecycle and group calls (SPEC 4.2, 4.3).
+//
+// Every wrapper calls the real function first and then records what it needs; a failure of ours
+// never changes what NCCL returned. Workspace set-up runs only at safe points: after an ungrouped
+// blocking init/split, or in the outermost ncclGroupEnd for the communicators created inside
+// that group (all of them in one grouped exchange, so one thread can drive several GPUs), or,
+// for non-blocking communicators, on a helper thread once NCCL reports them ready
+// (plugin/comm/deferred_setup.h).
+#include <cuda_runtime_api.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "plugin/comm/comm_registry.h"
+#include "plugin/comm/comm_teardown.h"
+#include "common/config.h"
+#include "plugin/comm/deferred_setup.h"
+#include "plugin/abi/export.h"
+#include "plugin/interpose/interpose_state.h"
+#include "common/log.h"
+#include "plugin/loader/real_nccl.h"
+#include "plugin/comm/workspace_setup.h"
+#include "tuner/tuner_impl.h"
+
+namespace nccl_lamport {
+
+namespace {
+
+thread_local int tGroupDepth = 0;
+thread_local std::vector<ncclComm_t> tCommsCreatedInGroup;
+thread_local std::vector<ncclComm_t> tNonBlockingCreatedInGroup;
+
+/**
+ * Whether NCCL makes a new communicator blocking, by NCCL's own rule (2.28, src/init.cc
+ * parseCommConfig / copyCommConfig / envConfigOverride): NCCL_COMM_BLOCKING=0 or 1 overrides
+ * every config; otherwise config.blocking, where undefined (or a config older than 2.14, which
+ * has no such field) blocking. `whenNoConfig`: the answer for config == nullptr (true for an
+ * init; a split or shrink without a config copies its parent's).
+ */
+bool isBlocking(const ncclConfig_t* config, bool whenNoConfig) {
+  if (const char* env = getenv("NCCL_COMM_BLOCKING")) {
+    char* end = nullptr;
+    const long long value = strtoll(env, &end, 0);  // NCCL parses its parameters so
+    if (end != env && (value == 0 || value == 1)) return value == 1;
+  }
+  if (config == nullptr) return whenNoConfig;
+  if (config->version < NCCL_VERSION(2, 14, 0) || config->blocking == NCCL_CONFIG_UNDEF_INT) return true;
+  return config->blocking != 0;
+}
+
+/** The calling thread's CUDA device for our log lines' "[dev]" field (-1 if CUDA cannot say). */
+int currentCudaDevice() {
+  int device = -1;
+  return cudaGetDevice(&device) == cudaSuccess ? device : -1;
+}
+
+/** What every init/split wrapper does once NCCL returned: set up now, later, or never. */
+void onCommCreated(ncclResult_t result, ncclComm_t comm, bool blocking) {
+  if (comm == nullptr || (result != ncclSuccess && result != ncclInProgress)) return;
+  // From the first communicator on, NCCL has initialised CUDA: our log lines may ask for the
+  // device (before, they never touch CUDA and print [-1]).
+  setLogDeviceQuery(currentCudaDevice);
+  if (!blocking) {
+    if (tGroupDepth > 0) {
+      tNonBlockingCreatedInGroup.push_back(comm);
+    } else {
+      startDeferredSetup({comm});
+    }
+    return;
+  }
+  if (tGroupDepth > 0) {
+    tCommsCreatedInGroup.push_back(comm);
+    return;
+  }
+  setupWorkspaces({comm});
+}
+
+// How long ncclCommAbort waits for our own parts (kernels, set-up thread): it must return promptly.
+constexpr uint64_t kAbortWaitMs = 2000;
+
+/** Split and shrink: a non-blocking child's handle appears only once NCCL's job on the parent
+ *  ends (NCCL 2.28), so it is picked up later (plugin/comm/deferred_setup.h, watchPendingChild). */
+void onChildCreated(ncclResult_t result, ncclComm_t parent, ncclComm_t* newcomm, bool blocking) {
+  if (newcomm == nullptr) return;
+  // NCCL 2.28 returns ncclSuccess or ncclInProgress here and writes the child later.
+  if (!blocking && (result == ncclSuccess || result == ncclInProgress) && *newcomm == nullptr) {
+    watchPendingChild(parent, newcomm);
+    return;
+  }
+  onCommCreated(result, *newcomm, blocking);
+}
+
+/** What we keep under a communicator's handle, taken while the handle is still its own. */
+struct HeldComm {
+  DetachedSetup setup;
+  std::shared_ptr<LamportComm> entry;
+};
+
+HeldComm holdComm(ncclComm_t comm) { return {findDeferredSetup(comm), CommRegistry::instance().find(comm)}; }
+
+/** After NCCL freed comm's handle: takes out what `held` holds where no communicator created
+ *  meanwhile at that address replaced it, waits (bounded) for its set-up, releases its workspace. */
+void releaseHeldComm(ncclComm_t comm, HeldComm held, bool aborting) {
+  forgetDeferredSetupIfSame(comm, held.setup);
+  CommRegistry::instance().removeIfSame(comm, held.entry);
+  joinDetachedSetup(held.setup, comm, kAbortWaitMs);
+  releaseCommEntry(std::move(held.entry), aborting);
+}
+
+ncclResult_t missing(const char* name) {
+  LAMPORT_WARN("%s: the real NCCL function was not found (is libnccl loaded?)", name);
+  return ncclSystemError;
+}
+
+}  // namespace
+
+bool interposerEnabled() {
+  // Without NCCL's profiling aliases (NCCL < 2.16.2) we could not reach NCCL's own functions
+  // behind our wrappers reliably: pass everything through (real_nccl.cc WARNs once).
+  static const bool enabled = globalConfig().enable && realNcclHasProfilingApi();
+  return enabled;
+}
+
+int groupDepth() { return tGroupDepth; }
+
+}  // namespace nccl_lamport
+
+using namespace nccl_lamport;
+
+#define REAL_OR_FAIL(fname)                     \
+  auto real = REAL_NCCL(fname);                 \
+  if (real == nullptr) return missing(#fname)
+
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  REAL_OR_FAIL(ncclCommInitRank);
+  if (!interposerEnabled()) return real(comm, nranks, commId, rank);
+  markInterposerActive();
+  ncclResult_t result = real(comm, nranks, commId, rank);
+  onCommCreated(result, comm ? *comm : nullptr, isBlocking(nullptr, true));
+  return result;
+}
+
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                                                        ncclConfig_t* config) {
+  REAL_OR_FAIL(ncclCommInitRankConfig);
+  if (!interposerEnabled()) return real(comm, nranks, commId, rank, config);
+  markInterposerActive();
+  ncclResult_t result = real(comm, nranks, commId, rank, config);
+  onCommCreated(result, comm ? *comm : nullptr, isBlocking(config, true));
+  return result;
+}
+
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
+                                                          ncclUniqueId* commIds, ncclConfig_t* config) {
+  REAL_OR_FAIL(ncclCommInitRankScalable);
+  if (!interposerEnabled()) return real(newcomm, nranks, myrank, nId, commIds, config);
+  markInterposerActive();
+  ncclResult_t result = real(newcomm, nranks, myrank, nId, commIds, config);
+  onCommCreated(result, newcomm ? *newcomm : nullptr, isBlocking(config, true));
+  return result;
+}
+
+// ncclCommInitAll does not go through the public ncclCommInitRank, so it is wrapped itself.
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  REAL_OR_FAIL(ncclCommInitAll);
+  if (!interposerEnabled()) return real(comms, ndev, devlist);
+  markInterposerActive();
+  ncclResult_t result = real(comms, ndev, devlist);
+  if ((result != ncclSuccess && result != ncclInProgress) || comms == nullptr) return result;
+  std::vector<ncclComm_t> created(comms, comms + ndev);
+  if (!isBlocking(nullptr, true)) {
+    if (tGroupDepth > 0) {
+      tNonBlockingCreatedInGroup.insert(tNonBlockingCreatedInGroup.end(), created.begin(), created.end());
+    } else {
+      startDeferredSetup(created);
+    }
+  } else if (result != ncclSuccess) {
+    return result;
+  } else if (tGroupDepth > 0) {
+    tCommsCreatedInGroup.insert(tCommsCreatedInGroup.end(), created.begin(), created.end());
+  } else {
+    setupWorkspaces(created);
+  }
+  return result;
+}
+
+/** A split or shrink child's mode: with a config NCCL's rule for it, without one the parent's. */
+static bool childBlocking(ncclComm_t parent, const ncclConfig_t* config) {
+  const std::shared_ptr<LamportComm> lc = config == nullptr ? CommRegistry::instance().find(parent) : nullptr;
+  return isBlocking(config, lc == nullptr || !lc->nonBlocking);
+}
+
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                                               ncclConfig_t* config) {
+  REAL_OR_FAIL(ncclCommSplit);
+  if (!interposerEnabled()) return real(comm, color, key, newcomm, config);
+  // The parent's set-up thread may still be using it.
+  ncclResult_t result = ncclSuccess;
+  if (waitForDeferredSetup(comm, [&] { return real(comm, color, key, newcomm, config); }, &result) ==
+      PendingCall::kProceed) {
+    result = real(comm, color, key, newcomm, config);
+  }
+  onChildCreated(result, comm, newcomm, childBlocking(comm, config));
+  return result;
+}
+
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                                                ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+  REAL_OR_FAIL(ncclCommShrink);
+  if (!interposerEnabled()) return real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+  const auto callNccl = [&] { return real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags); };
+  bool aborting = false;
+#ifdef NCCL_SHRINK_ABORT
+  aborting = (shrinkFlags & NCCL_SHRINK_ABORT) != 0;
+#endif
+  ncclResult_t result = ncclSuccess;
+  if (aborting) {
+    // A rank died and NCCL aborts the parent's in-flight work first: our kernels stop too, a
+    // set-up still waiting for that rank is stopped rather than waited for, and NCCL owns the
+    // parent's state from then on, so its later calls go to NCCL.
+    cancelDeferredSetup(comm, CancelReason::kHandedToNccl);
+    joinDeferredSetup(comm, kAbortWaitMs);
+    handOverToNccl(comm);
+    result = callNccl();
+  } else if (waitForDeferredSetup(comm, callNccl, &result) == PendingCall::kProceed) {
+    result = callNccl();
+  }
+  onChildCreated(result, comm, newcomm, childBlocking(comm, config));
+  return result;
+}
+
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  REAL_OR_FAIL(ncclCommFinalize);
+  if (interposerEnabled()) {
+    ncclResult_t result = ncclSuccess;
+    if (waitForDeferredSetup(comm, [&] { return real(comm); }, &result) == PendingCall::kAnswered) return result;
+    markFinalized(comm);
+  }
+  return real(comm);
+}
+
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  REAL_OR_FAIL(ncclCommDestroy);
+  if (!interposerEnabled()) return real(comm);
+  // NCCL refuses to destroy a communicator it still has in progress (ncclInvalidArgument): then
+  // nothing of ours changes either. Once NCCL has it ready, our set-up is not cancelled but
+  // finishes (bounded by NCCL_LAMPORT_TIMEOUT_MS): it is one grouped exchange for every
+  // communicator created with this one, and the peers take part in it.
+  ncclResult_t result = ncclSuccess;
+  HeldComm held = holdComm(comm);
+  const bool answered = waitForDeferredSetup(comm, [&] { return real(comm); }, &result, /*destroysComm=*/true) ==
+                        PendingCall::kAnswered;
+  if (answered && result != ncclSuccess) return result;
+  if (answered) {
+    // NCCL destroyed it inside the wait (its init job ended between our check and NCCL's): the
+    // handle may already be another communicator's. A comm NCCL had not ready has no children.
+    releaseHeldComm(comm, std::move(held), /*aborting=*/false);
+    return result;
+  }
+  forgetPendingChildren(comm);
+  joinDeferredSetup(comm, globalConfig().timeoutMs + 1000);
+  releaseComm(comm, /*aborting=*/false);
+  return real(comm);
+}
+
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  REAL_OR_FAIL(ncclCommAbort);
+  if (!interposerEnabled()) return real(comm);
+  // Stop our set-up thread and our waiting kernels first, so nothing of ours holds the device or
+  // the communicator while NCCL aborts.
+  forgetPendingChildren(comm);
+  cancelDeferredSetup(comm, CancelReason::kCommGoingAway);
+  requestAbort(comm);
+  // NCCL frees the handle, and another thread may be handed the same address for a new
+  // communicator at once. What we keep under this handle stays reachable during NCCL's abort (a
+  // call on this comm from another thread meanwhile still finds it gone) and is then taken out
+  // only where a newcomer at that address has not replaced it: never looked up by handle after.
+  HeldComm held = holdComm(comm);
+  ncclResult_t result = real(comm);
+  releaseHeldComm(comm, std::move(held), /*aborting=*/true);
+  return result;
+}
+
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  REAL_OR_FAIL(ncclCommRevoke);
+  if (!interposerEnabled()) return real(comm, revokeFlags);
+  // NCCL stops every in-flight operation: stop ours too, and send every later call to NCCL.
+  cancelDeferredSetup(comm, CancelReason::kHandedToNccl);
+  handOverToNccl(comm);
+  return real(comm, revokeFlags);
+}
+
+NCCL_LAMPORT_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  REAL_OR_FAIL(ncclCommGetAsyncError);
+  if (!interposerEnabled()) return real(comm, asyncError);
+  std::shared_ptr<LamportComm> lc = CommRegistry::instance().find(comm);
+  if (lc == nullptr && comm != nullptr && adoptPendingChild(comm)) lc = CommRegistry::instance().find(comm);
+  // Ready only once our set-up is done too. Meanwhile the set-up thread alone asks NCCL for the
+  // program (its ncclCommGetAsyncError also completes NCCL's pending group job, which must happen
+  // once); NCCL's own internal calls still get NCCL's answer.
+  if (lc != nullptr && asyncError != nullptr && lc->setupPending.load(std::memory_order_acquire) &&
+      !calledFromNccl(__builtin_return_address(0))) {
+    *asyncError = ncclInProgress;
+    return ncclSuccess;
+  }
+  ncclResult_t result = real(comm, asyncError);
+  if (result == ncclSuccess && asyncError != nullptr) collectPendingChildren(comm, *asyncError != ncclInProgress);
+  if (result != ncclSuccess || asyncError == nullptr || *asyncError != ncclSuccess) return result;
+  if (lc != nullptr && !lc->revoked.load()) *asyncError = lamportAsyncError(*lc);
+  return result;
+}
+
+NCCL_LAMPORT_EXPORT ncclResult_t ncclGroupStart() {
+  REAL_OR_FAIL(ncclGroupStart);
+  ncclResult_t result = real();
+  if (result == ncclSuccess) ++tGroupDepth;
+  return result;
+}
+
+static void endGroup(ncclResult_t result, bool runSetup) {
+  if (tGroupDepth > 0) --tGroupDepth;
+  if (tGroupDepth > 0) return;
+  std::vector<ncclComm_t> nonBlocking;
+  nonBlocking.swap(tNonBlockingCreatedInGroup);
+  if (runSetup && interposerEnabled() && !nonBlocking.empty()) {
+    // A group of non-blocking inits returns ncclInProgress; NCCL finishes them in the background.
+    if (result == ncclSuccess || result == ncclInProgress) {
+      startDeferredSetup(nonBlocking);
+    } else {
+      for (ncclComm_t c : nonBlocking) registerIneligible(c, "the group that created it failed", true);
+    }
+  }
+  if (tCommsCreatedInGroup.empty()) return;
+  std::vector<ncclComm_t> created;
+  created.swap(tCommsCreatedInGroup);
+  if (!runSetup || !interposerEnabled()) return;
+  if (result == ncclSuccess) {
+    setupWorkspaces(created);
+  } else {
+    for (ncclComm_t c : created) registerIneligible(c, "the group that created it failed");
+  }
+}
+
+NCCL_LAMPORT_EXPORT ncclResult_t ncclGroupEnd() {
+  REAL_OR_FAIL(ncclGroupEnd);
+  ncclResult_t result = real();
+  endGroup(result, /*runSetup=*/true);
+  return result;
+}
+
+// Ends a group without running it: nothing was created, so nothing is set up.
+NCCL_LAMPORT_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+  REAL_OR_FAIL(ncclGroupSimulateEnd);
+  ncclResult_t result = real(simInfo);
+  endGroup(result, /*runSetup=*/false);
+  return result;
+}

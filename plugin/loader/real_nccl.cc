@@ -1,0 +1,216 @@
+#include "plugin/loader/real_nccl.h"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <string>
+
+#include "plugin/loader/audit_protocol.h"
+#include "common/config.h"
+#include "common/log.h"
+
+namespace nccl_lamport {
+
+namespace {
+
+// A library we load binds its own symbols first (RTLD_DEEPBIND): NCCL's calls of its own public
+// API must not land in our exported wrappers. RTLD_LOCAL keeps it out of the global scope, where
+// it could shadow an NCCL the application loads later.
+constexpr int kOwnLoadFlags = RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND;
+
+/** How the NCCL in use was found (logged once). */
+enum class Source { kNone, kGlobalScope, kAlreadyLoaded, kConfiguredPath, kLoaderSearch };
+
+const char* sourceText(Source source) {
+  switch (source) {
+    case Source::kGlobalScope: return "in the global scope";
+    case Source::kAlreadyLoaded: return "already loaded";
+    case Source::kConfiguredPath: return "loaded from NCCL_LAMPORT_NCCL_PATH";
+    case Source::kLoaderSearch: return "loaded by name";
+    default: return "none";
+  }
+}
+
+/** The NCCL library of this process, chosen once. */
+struct RealLibrary {
+  Source source = Source::kNone;
+  void* handle = nullptr;     // null for kGlobalScope (looked up per name) and kNone
+  bool profilingApi = false;  // pncclAllReduce resolves
+};
+
+// Our own link map: under whatever name a handle or a symbol comes to us, this says it is us.
+const link_map* ownLinkMap() {
+  static const link_map* self = [] {
+    Dl_info info{};
+    link_map* map = nullptr;
+    if (dladdr1(reinterpret_cast<void*>(&resolveRealNccl), &info, reinterpret_cast<void**>(&map),
+                RTLD_DL_LINKMAP) == 0) {
+      map = nullptr;
+    }
+    return map;
+  }();
+  return self;
+}
+
+bool isOwnAddress(void* address) {
+  Dl_info info{};
+  link_map* map = nullptr;
+  return address != nullptr &&
+         dladdr1(address, &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) != 0 &&
+         map == ownLinkMap();
+}
+
+bool isOwnHandle(void* handle) {
+  link_map* map = nullptr;
+  return handle != nullptr && dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map == ownLinkMap();
+}
+
+// First definition of `symbol` in the global scope that is not ours (we never export pnccl*, but
+// a lookup must never be able to return one of our wrappers).
+void* globalSymbol(const char* symbol) {
+  for (void* scope : {RTLD_NEXT, RTLD_DEFAULT}) {
+    void* fn = dlsym(scope, symbol);
+    if (fn != nullptr && !isOwnAddress(fn)) return fn;
+  }
+  return nullptr;
+}
+
+// dlopen(name, flags), skipping ourselves. The name is ours when the LD_AUDIT module redirected
+// it to us: glibc then matches it against our link map before any auditor sees it, so we ask
+// again under the prefixed name that only the audit module understands (plugin/loader/audit_protocol.h).
+void* openSkippingSelf(const char* name, int flags, bool* sawSelf) {
+  void* handle = dlopen(name, flags);
+  if (!isOwnHandle(handle)) return handle;
+  dlclose(handle);
+  *sawSelf = true;
+  const std::string unredirected = std::string(NCCL_LAMPORT_REAL_NCCL_PREFIX) + name;
+  handle = dlopen(unredirected.c_str(), flags);
+  if (!isOwnHandle(handle)) return handle;
+  dlclose(handle);
+  return nullptr;
+}
+
+// NCCL_LAMPORT_NCCL_PATH is the only candidate when set: a user who names a library does not want
+// another one picked behind their back (and tests use a missing path to mean "no NCCL").
+void* openConfiguredPath(const std::string& path) {
+  void* handle = dlopen(path.c_str(), kOwnLoadFlags);
+  if (handle == nullptr) {
+    LAMPORT_WARN("NCCL_LAMPORT_NCCL_PATH=%s does not load: %s", path.c_str(), dlerror());
+  } else if (isOwnHandle(handle)) {
+    LAMPORT_WARN("NCCL_LAMPORT_NCCL_PATH=%s is libnccl-lamport.so itself, not NCCL", path.c_str());
+    dlclose(handle);
+    handle = nullptr;
+  }
+  return handle;
+}
+
+RealLibrary findRealLibrary(bool* sawSelf) {
+  RealLibrary lib;
+  if (globalSymbol("pncclAllReduce") != nullptr) {
+    lib.source = Source::kGlobalScope;
+    lib.profilingApi = true;
+    return lib;
+  }
+  for (const char* name : {"libnccl.so.2", "libnccl.so"}) {
+    lib.handle = openSkippingSelf(name, RTLD_NOW | RTLD_NOLOAD, sawSelf);
+    if (lib.handle != nullptr) {
+      lib.source = Source::kAlreadyLoaded;
+      break;
+    }
+  }
+  if (lib.handle == nullptr) {
+    const std::string& path = globalConfig().ncclPath;
+    if (!path.empty()) {
+      lib.handle = openConfiguredPath(path);
+      lib.source = Source::kConfiguredPath;
+    } else {
+      lib.handle = openSkippingSelf("libnccl.so.2", kOwnLoadFlags, sawSelf);
+      lib.source = Source::kLoaderSearch;
+    }
+  }
+  if (lib.handle == nullptr) return RealLibrary{};
+  lib.profilingApi = dlsym(lib.handle, "pncclAllReduce") != nullptr;
+  return lib;
+}
+
+void* lookUp(const RealLibrary& lib, const char* name) {
+  const std::string profName = std::string("p") + name;
+  if (lib.source == Source::kNone) return nullptr;
+  // In the global scope the plain names may be our own wrappers: the alias first; the plain name
+  // only for the few exports without one (ncclResetDebugInitInternal): globalSymbol skips ours.
+  if (lib.source == Source::kGlobalScope) {
+    void* fn = globalSymbol(profName.c_str());
+    return fn != nullptr ? fn : globalSymbol(name);
+  }
+  // By handle, the library's own definition comes first in its scope, so the plain name is safe
+  // (NCCL < 2.16.2 has nothing else); the check only guards against a handle that is us.
+  void* fn = dlsym(lib.handle, profName.c_str());
+  if (fn == nullptr) fn = dlsym(lib.handle, name);
+  return isOwnAddress(fn) ? nullptr : fn;
+}
+
+// "2.28.9" from NCCL_VERSION_CODE (2.9 and later: major*10000 + minor*100 + patch).
+std::string versionText(int code) {
+  const int major = code >= 10000 ? code / 10000 : code / 1000;
+  const int minor = code >= 10000 ? code % 10000 / 100 : code % 1000 / 100;
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(code % 100);
+}
+
+void logChoice(const RealLibrary& lib, bool sawSelf, const std::string& configuredPath) {
+  if (lib.source == Source::kNone) {
+    const char* hint =
+        !configuredPath.empty() ? "NCCL_LAMPORT_NCCL_PATH did not give one"
+        : sawSelf ? "libnccl.so.2 is this library itself (a link to it, or LD_AUDIT without its module); "
+                    "set NCCL_LAMPORT_NCCL_PATH to the real libnccl.so.2"
+                  : "libnccl.so.2 is not on the loader's search path; set LD_LIBRARY_PATH or NCCL_LAMPORT_NCCL_PATH";
+    LAMPORT_WARN("no NCCL library found (%s): every NCCL call fails", hint);
+    return;
+  }
+  const bool info = logEnabled(kLogInfo, kSubsysInit);
+  if (!info && lib.profilingApi) return;  // nothing to print: do not even call into NCCL
+  const auto getVersion = reinterpret_cast<decltype(&ncclGetVersion)>(lookUp(lib, "ncclGetVersion"));
+  int version = 0;
+  if (getVersion != nullptr && getVersion(&version) != ncclSuccess) version = 0;
+  Dl_info where{};
+  const char* path = getVersion != nullptr && dladdr(reinterpret_cast<void*>(getVersion), &where) != 0 &&
+                             where.dli_fname != nullptr
+                         ? where.dli_fname
+                         : "?";
+  LAMPORT_INFO(kSubsysInit, "using NCCL %s (%d) from %s (%s)", versionText(version).c_str(), version, path,
+               sourceText(lib.source));
+  if (!lib.profilingApi) {
+    LAMPORT_WARN("NCCL %s from %s has no profiling API (pnccl*, NCCL 2.16.2 and later): the Lamport path is "
+                 "off and every call passes through to NCCL",
+                 versionText(version).c_str(), path);
+  }
+}
+
+const RealLibrary& realLibrary() {
+  static const RealLibrary lib = [] {
+    bool sawSelf = false;
+    RealLibrary found = findRealLibrary(&sawSelf);
+    logChoice(found, sawSelf, globalConfig().ncclPath);
+    return found;
+  }();
+  return lib;
+}
+
+}  // namespace
+
+void* resolveRealNccl(const char* name) {
+  const RealLibrary& lib = realLibrary();
+  void* fn = lookUp(lib, name);
+  if (fn == nullptr && lib.source != Source::kNone) {
+    LAMPORT_INFO(kSubsysInit, "the NCCL in use has no %s (nor p%s)", name, name);
+  }
+  return fn;
+}
+
+bool realNcclHasProfilingApi() { return realLibrary().profilingApi; }
+
+const char* ncclErrorText(ncclResult_t result) {
+  static const auto real = reinterpret_cast<decltype(&ncclGetErrorString)>(resolveRealNccl("ncclGetErrorString"));
+  return real != nullptr ? real(result) : "unknown NCCL error";
+}
+
+}  // namespace nccl_lamport

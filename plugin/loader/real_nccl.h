@@ -1,0 +1,49 @@
+// The real NCCL functions, found at run time (SPEC 4.1): we never link libnccl, so the NCCL that
+// runs is the one the application loaded, or, when it loaded none (it dlopens us in NCCL's
+// place: vLLM/SGLang pynccl, ctypes, the LD_AUDIT module), one we load.
+//
+// The library is chosen once per process, on the first call that needs it, in this order:
+//   1. an NCCL in the global scope: dlsym(RTLD_NEXT, "pncclAllReduce"), then RTLD_DEFAULT
+//      (the application linked NCCL or dlopened it RTLD_GLOBAL); functions are then looked up
+//      per name the same way ("pncclX", then "ncclX" for the few exports that have no alias,
+//      never one of ours);
+//   2. an NCCL already loaded in a local scope: dlopen("libnccl.so.2" / "libnccl.so",
+//      RTLD_NOLOAD) (PyTorch loads NCCL RTLD_LOCAL; only this finds it);
+//   3. no NCCL loaded at all: NCCL_LAMPORT_NCCL_PATH if set (then it is the only candidate: if it
+//      does not load, there is no NCCL), else dlopen("libnccl.so.2") through the loader's search
+//      path. What we load is loaded RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND, so NCCL's calls to its
+//      own API bind to itself and never to our exported wrappers.
+// In 2 and 3 a handle that turns out to be our own object (the LD_AUDIT module redirected the
+// name to us, or someone made libnccl.so.2 a link to us) is skipped; under the audit module the
+// real library is then asked for under the name of plugin/loader/audit_protocol.h.
+// A library without the profiling aliases (NCCL < 2.16.2) is used through its plain "ncclX"
+// names, looked up by its handle only (never in the global scope, where they are ours), and the
+// Lamport path is off for it (WARN once). The choice is logged once at INFO (subsystem INIT).
+#pragma once
+
+#include <nccl.h>
+
+namespace nccl_lamport {
+
+/** Returns the address of the real NCCL function `name` (plain name, e.g. "ncclAllReduce"), or
+ *  null if there is no NCCL or it does not have that function. Never returns one of our own
+ *  functions. Thread-safe; the first call may dlopen NCCL. */
+void* resolveRealNccl(const char* name);
+
+/** True when the real NCCL has the profiling aliases (pncclAllReduce resolves, NCCL >= 2.16.2).
+ *  False without them and when there is no NCCL; the interposer then only passes calls through.
+ *  The first call may dlopen NCCL. */
+bool realNcclHasProfilingApi();
+
+/** NCCL's text for a result code, through the real ncclGetErrorString when there is one. */
+const char* ncclErrorText(ncclResult_t result);
+
+}  // namespace nccl_lamport
+
+// Resolves once per call site (a function-local static), then costs one load.
+#define REAL_NCCL(fname)                                                                      \
+  ([]() -> decltype(&::fname) {                                                               \
+    static decltype(&::fname) cached =                                                        \
+        reinterpret_cast<decltype(&::fname)>(::nccl_lamport::resolveRealNccl(#fname));        \
+    return cached;                                                                            \
+  }())

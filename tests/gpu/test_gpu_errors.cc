@@ -1,0 +1,233 @@
+// GPU tests of the error paths, one process per GPU (forked ranks; this gtest process never touches
+// CUDA):
+//  - bad arguments give exactly NCCL's result code (SPEC 4.8);
+//  - NCCL_LAMPORT_ENABLE=0 is a plain pass-through with correct results (SPEC 2);
+//  - the bounded wait (SPEC 5): a rank whose peer never joins gives up after
+//    NCCL_LAMPORT_TIMEOUT_MS, reports an error through ncclCommGetAsyncError and can be aborted;
+//    ncclCommAbort from another thread releases a kernel waiting for a peer that never comes.
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "tests/gpu/gpu_test_support.h"
+
+namespace nccl_lamport {
+namespace gputest {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsBetween(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+ForkOptions twoRanks(double timeoutSeconds, std::vector<std::pair<std::string, std::string>> env) {
+  return forkRanks(2, timeoutSeconds, std::move(env));
+}
+
+TEST(Errors, InvalidArgumentsGiveNcclsResultCode) {
+  // NCCL validates buffer pointers only when asked to (otherwise a null buffer faults on the GPU).
+  const ForkOptions options = twoRanks(120, {{"NCCL_CHECK_POINTERS", "1"}, {"NCCL_CHECK_MODE", "DEBUG_LOCAL"}});
+  LAMPORT_RUN_FORKED(options, [](Harness& h, RankContext&) {
+    RankSlot& s = h.slots[0];
+    void* buf = nullptr;
+    if (cudaMalloc(&buf, 4096) != cudaSuccess || cudaMemset(buf, 0, 4096) != cudaSuccess) {
+      h.fail(s, "cudaMalloc");
+      return;
+    }
+    struct Case {
+      const char* what;
+      const void* send;
+      void* recv;
+      ncclDataType_t dtype;
+      ncclRedOp_t op;
+      ncclComm_t comm;
+    };
+    const Case cases[] = {
+        {"null sendbuff", nullptr, buf, ncclFloat32, ncclSum, s.comm},
+        {"null recvbuff", buf, nullptr, ncclFloat16, ncclSum, s.comm},
+        {"null sendbuff and recvbuff", nullptr, nullptr, ncclBfloat16, ncclAvg, s.comm},
+        {"datatype ncclNumTypes", buf, buf, static_cast<ncclDataType_t>(ncclNumTypes), ncclSum, s.comm},
+        {"datatype -1", buf, buf, static_cast<ncclDataType_t>(-1), ncclSum, s.comm},
+        {"op ncclNumOps (no user op created)", buf, buf, ncclFloat32, static_cast<ncclRedOp_t>(ncclNumOps), s.comm},
+        {"op -1", buf, buf, ncclFloat32, static_cast<ncclRedOp_t>(-1), s.comm},
+        {"comm nullptr", buf, buf, ncclFloat32, ncclSum, nullptr},
+    };
+    for (const Case& c : cases) {
+      // NCCL first: if it accepted the call there would be nothing to compare with (and a fault).
+      const ncclResult_t theirs = pncclAllReduce(c.send, c.recv, 16, c.dtype, c.op, c.comm, s.stream);
+      if (theirs == ncclSuccess) {
+        h.fail(s, std::string(c.what) + ": NCCL itself accepted it (NCCL_CHECK_POINTERS not honoured?)");
+        return;
+      }
+      const ncclResult_t ours = ncclAllReduce(c.send, c.recv, 16, c.dtype, c.op, c.comm, s.stream);
+      if (ours != theirs) {
+        h.fail(s, std::string(c.what) + ": ncclAllReduce returned " + std::to_string(ours) + ", NCCL returns " +
+                      std::to_string(theirs));
+      }
+      h.failures->addCheck();
+    }
+    h.syncAll("invalid calls");
+    h.checkNoAsyncError("after invalid calls");
+    ncclLamportCommInfo_t info{};
+    if (ncclLamportGetCommInfo(s.comm, &info) != ncclSuccess || info.lamportCalls != s.base.lamportCalls) {
+      h.fail(s, "an invalid call was counted as a Lamport call");
+    }
+    cudaFree(buf);
+    h.begin();  // whether NCCL-bound invalid calls count in ncclCalls is not specified: start afresh
+    CallSpec spec;
+    spec.count = 4097;
+    runCheckedStep(h, spec, 1, true);  // the communicator still works, on the Lamport path
+  });
+}
+
+TEST(Errors, DisabledIsPlainPassThrough) {
+  ForkOptions options = twoRanks(300, {{"NCCL_LAMPORT_ENABLE", "0"}});
+  options.requireEligible = false;
+  LAMPORT_RUN_FORKED(options, [](Harness& h, RankContext&) {
+    if (ncclLamportIsActive() != 0 || h.active) h.fail(h.slots[0], "ncclLamportIsActive() != 0 with NCCL_LAMPORT_ENABLE=0");
+    uint64_t call = 0;
+    for (ncclDataType_t dtype : {ncclFloat32, ncclFloat16, ncclBfloat16}) {
+      for (ncclRedOp_t op : {ncclSum, ncclAvg}) {
+        for (size_t count : {size_t{1}, size_t{4097}, kTestOneShotMaxBytes / elementSize(dtype)}) {
+          CallSpec spec;
+          spec.dtype = dtype;
+          spec.op = op;
+          spec.count = count;
+          spec.sendOffset = call % 2;
+          runCheckedStep(h, spec, mixSeed(0xD15AB1E, call++), true);  // path NCCL, checked by Harness
+        }
+      }
+    }
+    h.checkCounters("disabled");  // lamportCalls must stay 0
+  });
+}
+
+/** Rank 1's side of the "peer never comes" tests: waits until rank 0 is done, then aborts. */
+void peerThatNeverComes(Harness& h, RankContext& ctx) {
+  RankSlot& s = h.slots[0];
+  uint32_t* done = &static_cast<SharedReport*>(const_cast<void*>(ctx.resultsOf(0)))->flag;
+  const Clock::time_point start = Clock::now();
+  while (__atomic_load_n(done, __ATOMIC_ACQUIRE) == 0 && secondsBetween(start, Clock::now()) < 150) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (__atomic_load_n(done, __ATOMIC_ACQUIRE) == 0) h.fail(s, "rank 0 never finished");
+  const ncclResult_t rc = ncclCommAbort(s.comm);  // its rotation no longer matches rank 0's
+  s.comm = nullptr;
+  if (rc != ncclSuccess) h.fail(s, "ncclCommAbort returned " + std::to_string(rc));
+  h.failures->addCheck();
+}
+
+/** Sets rank 0's done flag when it goes out of scope, whatever path rank 0 took. */
+struct ReleasePeer {
+  uint32_t* flag;
+  ~ReleasePeer() { __atomic_store_n(flag, 1u, __ATOMIC_RELEASE); }
+};
+
+/** Rank 0: a working call with its peer, then a Lamport call the peer never joins (issued). */
+bool issueLonelyCall(Harness& h, CheckedCall& lonely) {
+  RankSlot& s = h.slots[0];
+  CallSpec spec;
+  spec.count = 4096;
+  if (!runCheckedStep(h, spec, 1, true).empty()) return false;
+  lonely.stage(2);
+  if (!lonely.setupError().empty() || !h.syncAll("staging")) return false;
+  const ncclResult_t rc = lonely.issue(h, s);
+  if (rc != ncclSuccess || !lonely.expectLamport) {
+    h.fail(s, "the lonely call must be a one-shot call that returns ncclSuccess; rc " + std::to_string(rc));
+    return false;
+  }
+  fprintf(stderr, "rank 0: issued an allreduce that rank 1 never joins\n");
+  return true;
+}
+
+TEST(Errors, TimeoutWhenPeerSkipsCall) {
+  const ForkOptions options = twoRanks(200, {{"NCCL_LAMPORT_TIMEOUT_MS", "2000"}});
+  LAMPORT_RUN_FORKED(options, [](Harness& h, RankContext& ctx) {
+    if (ctx.rank == 1) {
+      CallSpec spec;
+      spec.count = 4096;
+      runCheckedStep(h, spec, 1, true);
+      return peerThatNeverComes(h, ctx);
+    }
+    ReleasePeer release{&static_cast<SharedReport*>(ctx.myResults())->flag};
+    RankSlot& s = h.slots[0];
+    CallSpec spec;
+    spec.count = 4096;
+    CheckedCall lonely(spec, s);
+    if (!issueLonelyCall(h, lonely)) return;
+    const Clock::time_point issued = Clock::now();
+    const cudaError_t err = cudaStreamSynchronize(s.stream);
+    const double waited = secondsBetween(issued, Clock::now());
+    if (err != cudaSuccess) h.fail(s, std::string("the kernel must give up cleanly: ") + cudaGetErrorString(err));
+    if (waited < 1.0 || waited > 30.0) {
+      h.fail(s, "cudaStreamSynchronize returned after " + std::to_string(waited) +
+                    " s with NCCL_LAMPORT_TIMEOUT_MS=2000 (expected about 2 s, well under 60 s)");
+    }
+    ncclResult_t asyncError = ncclSuccess;
+    const ncclResult_t rc = ncclCommGetAsyncError(s.comm, &asyncError);
+    if (rc != ncclSuccess || asyncError == ncclSuccess || asyncError == ncclInProgress) {
+      h.fail(s, "after the timeout ncclCommGetAsyncError must report an error: rc " + std::to_string(rc) +
+                    " asyncError " + std::to_string(asyncError));
+    }
+    const Clock::time_point abortStart = Clock::now();
+    const ncclResult_t aborted = ncclCommAbort(s.comm);
+    const double abortSeconds = secondsBetween(abortStart, Clock::now());
+    s.comm = nullptr;
+    if (aborted != ncclSuccess || abortSeconds > 20.0) {
+      h.fail(s, "ncclCommAbort returned " + std::to_string(aborted) + " after " + std::to_string(abortSeconds) + " s");
+    }
+    h.failures->addCheck();
+  });
+}
+
+TEST(Errors, AbortFromAnotherThreadReleasesWaitingKernel) {
+  // The default-length wait (10 minutes): only the abort can release the kernel in time.
+  const ForkOptions options = twoRanks(150, {{"NCCL_LAMPORT_TIMEOUT_MS", "600000"}});
+  LAMPORT_RUN_FORKED(options, [](Harness& h, RankContext& ctx) {
+    if (ctx.rank == 1) {
+      CallSpec spec;
+      spec.count = 4096;
+      runCheckedStep(h, spec, 1, true);
+      return peerThatNeverComes(h, ctx);
+    }
+    ReleasePeer release{&static_cast<SharedReport*>(ctx.myResults())->flag};
+    RankSlot& s = h.slots[0];
+    CallSpec spec;
+    spec.count = 4096;
+    CheckedCall lonely(spec, s);
+    if (!issueLonelyCall(h, lonely)) return;
+    const Clock::time_point issued = Clock::now();
+    Clock::time_point abortStart, abortEnd;
+    ncclResult_t aborted = ncclInternalError;
+    const ncclComm_t comm = s.comm;
+    std::thread aborter([&] {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      abortStart = Clock::now();
+      fprintf(stderr, "rank 0: aborting from another thread while the kernel waits\n");
+      aborted = ncclCommAbort(comm);
+      abortEnd = Clock::now();
+    });
+    const cudaError_t err = cudaStreamSynchronize(s.stream);
+    const Clock::time_point synced = Clock::now();
+    aborter.join();
+    s.comm = nullptr;
+    if (aborted != ncclSuccess || secondsBetween(abortStart, abortEnd) > 20.0) {
+      h.fail(s, "ncclCommAbort returned " + std::to_string(aborted) + " after " +
+                    std::to_string(secondsBetween(abortStart, abortEnd)) + " s");
+    }
+    if (err != cudaSuccess) h.fail(s, std::string("the released kernel must end cleanly: ") + cudaGetErrorString(err));
+    if (synced < abortStart) {
+      h.fail(s, "the stream finished " + std::to_string(secondsBetween(issued, synced)) +
+                    " s after the lonely call, before the abort: the kernel did not wait for its peer");
+    } else if (secondsBetween(abortStart, synced) > 20.0) {
+      h.fail(s, "the kernel ran on for " + std::to_string(secondsBetween(abortStart, synced)) + " s after the abort");
+    }
+    h.failures->addCheck();
+  });
+}
+
+}  // namespace
+}  // namespace gputest
+}  // namespace nccl_lamport

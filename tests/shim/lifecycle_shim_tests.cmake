@@ -1,0 +1,39 @@
+# Non-blocking communicators and NCCL's blocking rule on the CPU (label cpu, no GPU): a program
+# linked against a stand-in NCCL (tests/shim/lifecycle_fake_nccl.c), libnccl-lamport.so preloaded,
+# one scenario per test. Included from tests/CMakeLists.txt.
+set(_shim ${CMAKE_CURRENT_LIST_DIR})
+
+add_library(shim_lifecycle_fake_nccl SHARED ${_shim}/lifecycle_fake_nccl.c)
+target_link_libraries(shim_lifecycle_fake_nccl PRIVATE nccl_headers Threads::Threads)
+target_include_directories(shim_lifecycle_fake_nccl PRIVATE ${PROJECT_SOURCE_DIR})
+set_target_properties(shim_lifecycle_fake_nccl PROPERTIES C_VISIBILITY_PRESET default OUTPUT_NAME lifecycle_fake_nccl)
+
+add_executable(shim_lifecycle_scenarios ${_shim}/lifecycle_scenarios.c)
+target_link_libraries(shim_lifecycle_scenarios PRIVATE shim_lifecycle_fake_nccl nccl_headers Threads::Threads
+                      ${CMAKE_DL_LIBS})
+target_include_directories(shim_lifecycle_scenarios PRIVATE ${PROJECT_SOURCE_DIR})
+add_dependencies(shim_lifecycle_scenarios nccl-lamport)
+
+set(_preload "LD_PRELOAD=${PROJECT_BINARY_DIR}/lib/libnccl-lamport.so;NCCL_DEBUG=WARN;NCCL_LAMPORT_TIMEOUT_MS=5000")
+foreach(_case ready-then-destroy destroy-in-progress allreduce-in-progress abort-while-call-waits abort-one-of-batch
+              split-child-modes abort-then-handle-reused abort-then-handle-reused-keeps-setup
+              destroy-races-ready-then-handle-reused abort-uncollected-child)
+  add_test(NAME shim_lifecycle.${_case} COMMAND shim_lifecycle_scenarios ${_case})
+  set_tests_properties(shim_lifecycle.${_case} PROPERTIES LABELS cpu TIMEOUT 60 ENVIRONMENT "${_preload}")
+endforeach()
+set_tests_properties(shim_lifecycle.abort-while-call-waits PROPERTIES
+  ENVIRONMENT "${_preload};FAKE_HELPER_DESCRIBE_MS=300")
+set_tests_properties(shim_lifecycle.abort-then-handle-reused PROPERTIES
+  ENVIRONMENT "${_preload};FAKE_ABORT_REUSES_HANDLE=1")
+set_tests_properties(shim_lifecycle.abort-then-handle-reused-keeps-setup PROPERTIES
+  ENVIRONMENT "${_preload};FAKE_ABORT_REUSES_HANDLE=1;FAKE_READY_MS=500")
+set_tests_properties(shim_lifecycle.abort-uncollected-child PROPERTIES
+  ENVIRONMENT "${_preload};FAKE_SPLIT_WRITES_CHILD_MS=50")
+set_tests_properties(shim_lifecycle.destroy-races-ready-then-handle-reused PROPERTIES
+  ENVIRONMENT "${_preload};FAKE_DESTROY_RACES_READY=1;FAKE_DESTROY_REUSES_HANDLE=1")
+add_test(NAME shim_lifecycle.env-makes-blocking COMMAND shim_lifecycle_scenarios env-makes-blocking)
+add_test(NAME shim_lifecycle.env-makes-nonblocking COMMAND shim_lifecycle_scenarios env-makes-nonblocking)
+set_tests_properties(shim_lifecycle.env-makes-blocking PROPERTIES LABELS cpu TIMEOUT 60
+  ENVIRONMENT "${_preload};NCCL_COMM_BLOCKING=1")
+set_tests_properties(shim_lifecycle.env-makes-nonblocking PROPERTIES LABELS cpu TIMEOUT 60
+  ENVIRONMENT "${_preload};NCCL_COMM_BLOCKING=0")

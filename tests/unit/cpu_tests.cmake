@@ -1,0 +1,36 @@
+# CPU-only GoogleTest suite (label "cpu"): tuner ABI, routing policy, configuration, logging.
+# No GPU, no NCCL library: the tests drive the exported tuner structs through
+# lamport_tuner_exports and call the policy code directly. Included from tests/CMakeLists.txt.
+if(NOT TARGET GTest::gtest_main)
+  find_package(GTest REQUIRED)
+endif()
+include(GoogleTest)
+
+add_executable(lamport_cpu_tests
+  ${CMAKE_CURRENT_LIST_DIR}/test_tuner.cc
+  ${CMAKE_CURRENT_LIST_DIR}/test_routing.cc
+  ${CMAKE_CURRENT_LIST_DIR}/test_config.cc
+  ${CMAKE_CURRENT_LIST_DIR}/test_log.cc
+)
+target_link_libraries(lamport_cpu_tests PRIVATE
+  lamport_tuner_exports
+  lamport_tuner
+  GTest::gtest_main
+  Threads::Threads
+)
+gtest_discover_tests(lamport_cpu_tests
+  PROPERTIES LABELS cpu
+  DISCOVERY_TIMEOUT 60
+)
+
+# The shared-GPU mode's rules (tests/gpu/shared_gpu.h): no GPU, no NCCL.
+add_executable(test_shared_gpu ${CMAKE_CURRENT_LIST_DIR}/test_shared_gpu.cc ${CMAKE_CURRENT_LIST_DIR}/../gpu/shared_gpu.cc)
+target_include_directories(test_shared_gpu PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(test_shared_gpu PRIVATE GTest::gtest_main)
+gtest_discover_tests(test_shared_gpu PROPERTIES LABELS cpu DISCOVERY_TIMEOUT 60)
+
+# The communicator registry and the teardown entry points, directly (no NCCL, no GPU): linked
+# against lamport_internal, the library the shared object links.
+add_executable(test_comm_registry ${CMAKE_CURRENT_LIST_DIR}/test_comm_registry.cc)
+target_link_libraries(test_comm_registry PRIVATE lamport_internal GTest::gtest_main Threads::Threads)
+gtest_discover_tests(test_comm_registry PROPERTIES LABELS cpu DISCOVERY_TIMEOUT 60)
