@@ -43,10 +43,6 @@ size_t defaultOneShotMaxBytes(int nRanks, int smArch);
 RoutingTable makeRoutingTable(int nRanks, int smArch, size_t overrideOneShotMaxBytes,
                               size_t maxBytesByWorkspace);
 
-/** The kernels' datatype for an NCCL datatype: true and *out for float32, float16 and bfloat16,
- *  false (out untouched) for any other. The one mapping from NCCL's datatypes to the kernels'. */
-bool lamportDataTypeOf(ncclDataType_t datatype, LamportDataType* out);
-
 /**
  * Built-in two-shot crossover (bytes) for nRanks GPUs of arch smArch: 0 (no two-shot) until it is
  * measured on a multi-GPU machine and committed in docs/, as SPEC section 6 asks of built-in
@@ -68,6 +64,10 @@ size_t twoShotCapacityBytes(int nRanks, size_t slotBytes);
  */
 size_t agreedTwoShotMaxBytes(int nRanks, int smArch, size_t overrideTwoShotMaxBytes, size_t oneShotMaxBytes,
                              size_t slotBytes);
+
+/** The kernels' datatype for an NCCL datatype: true and *out for float32, float16 and bfloat16,
+ *  false (out untouched) for any other. The one mapping from NCCL's datatypes to the kernels'. */
+bool lamportDataTypeOf(ncclDataType_t datatype, LamportDataType* out);
 
 /** Element size of a datatype the Lamport kernels support (float32/16, bfloat16), else 0. */
 size_t lamportElementSize(ncclDataType_t datatype);

@@ -410,6 +410,7 @@ void fillLaunchTemplate(LamportComm& lc, uint64_t timeoutMs) {
   args.abortFlag = static_cast<const volatile uint32_t*>(abortDev);
   args.errorFlag = static_cast<uint32_t*>(errorDev);
   args.timeoutNs = timeoutMs * 1000000ull;
+  args.variant = globalConfig().baselineKernel ? LamportKernelVariant::kBaseline : LamportKernelVariant::kFast;
 }
 
 // Fills in the verdict (eligible or not, the reason, the launch template) and logs it once.

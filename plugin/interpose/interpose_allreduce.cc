@@ -99,7 +99,8 @@ ncclResult_t launchLamport(LamportComm& lc, AllReducePath path, const void* send
   args.count = count;
   args.datatype = toLamportType(datatype);
   args.op = op == ncclAvg ? LamportReduceOp::kAvg : LamportReduceOp::kSum;
-  args.variant = path == AllReducePath::kLamportTwoShot ? LamportKernelVariant::kTwoShot : LamportKernelVariant::kFast;
+  // One-shot: the template's kernel (kFast, or kBaseline with NCCL_LAMPORT_BASELINE_KERNEL=1).
+  if (path == AllReducePath::kLamportTwoShot) args.variant = LamportKernelVariant::kTwoShot;
 
   cudaError_t err;
   {

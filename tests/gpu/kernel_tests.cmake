@@ -1,7 +1,8 @@
 # Kernel tests, included from tests/CMakeLists.txt:
 #   test_lamport_primitives  CPU: sentinel, sanitize, conversions, layout, rotation model
-#   test_gpu_kernel          GPU: the one-shot kernel on simulated ranks, no NCCL (skipped, not
+#   test_gpu_kernel          GPU: the one-shot kernels on simulated ranks, no NCCL (skipped, not
 #                            passed, on a machine without a GPU)
+#   test_gpu_twoshot         GPU: the two-shot kernel, the same way
 if(NOT TARGET GTest::gtest_main)
   find_package(GTest REQUIRED)
 endif()
@@ -17,6 +18,11 @@ gtest_discover_tests(test_lamport_primitives
 add_executable(test_gpu_kernel ${CMAKE_CURRENT_LIST_DIR}/test_gpu_kernel.cu)
 target_link_libraries(test_gpu_kernel PRIVATE lamport_kernels CUDA::cudart_static GTest::gtest_main)
 gtest_discover_tests(test_gpu_kernel
+  PROPERTIES LABELS gpu SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]"
+  DISCOVERY_TIMEOUT 60)
+add_executable(test_gpu_twoshot ${CMAKE_CURRENT_LIST_DIR}/test_gpu_twoshot.cu)
+target_link_libraries(test_gpu_twoshot PRIVATE lamport_kernels CUDA::cudart_static GTest::gtest_main)
+gtest_discover_tests(test_gpu_twoshot
   PROPERTIES LABELS gpu SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]"
   DISCOVERY_TIMEOUT 60)
 # Its argument checks need no GPU (they come before any CUDA call): also run them under `cpu`.

@@ -182,6 +182,16 @@ TEST_F(ConfigTest, ByteSuffixes) {
   EXPECT_FALSE(warnings().empty());
 }
 
+TEST_F(ConfigTest, KernelChoice) {
+  EXPECT_FALSE(parse({}).baselineKernel);
+  EXPECT_TRUE(parse({{"NCCL_LAMPORT_BASELINE_KERNEL", "1"}}).baselineKernel);
+  EXPECT_TRUE(parse({{"NCCL_LAMPORT_BASELINE_KERNEL", "yes"}}).baselineKernel);
+  EXPECT_FALSE(parse({{"NCCL_LAMPORT_BASELINE_KERNEL", "0"}}).baselineKernel);
+  EXPECT_TRUE(warnings().empty());
+  EXPECT_FALSE(parse({{"NCCL_LAMPORT_BASELINE_KERNEL", "turbo"}}).baselineKernel);
+  EXPECT_FALSE(warnings().empty());
+}
+
 TEST_F(ConfigTest, MalformedByteSizesAreRejected) {
   size_t bytes = 12345;
   for (const char* bad : {"", "K", "M", "-1", "+1", " 1", "1 ", "1.5M", "64KB", "64KiB", "1T",
@@ -330,7 +340,7 @@ TEST_F(ConfigTest, KnobTableListsEveryVariable) {
   }
   for (const char* expected :
        {"NCCL_LAMPORT_ENABLE", "NCCL_LAMPORT_ONESHOT_MAX_BYTES", "NCCL_LAMPORT_TWOSHOT_MAX_BYTES",
-        "NCCL_LAMPORT_WORKSPACE_MAX_BYTES",
+        "NCCL_LAMPORT_WORKSPACE_MAX_BYTES", "NCCL_LAMPORT_BASELINE_KERNEL",
         "NCCL_LAMPORT_TIMEOUT_MS", "NCCL_LAMPORT_NCCL_PATH", "NCCL_LAMPORT_REQUIRE_NVLINK"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
   }
