@@ -94,8 +94,10 @@ int ncclErrorAnswersTheNextCall(ncclComm_t comm, cudaStream_t stream, void* smal
 }
 
 int faultRank(RankContext& ctx, int gpus, bool shared, int signal, bool ncclFirst) {
-  auto* report = static_cast<FaultReport*>(ctx.sharedResults) + ctx.rank;
-  auto* victim = static_cast<FaultReport*>(ctx.sharedResults) + 1;
+  // The launcher's stride between ranks' results (resultBytesPerRank) may exceed sizeof(FaultReport):
+  // address every slice through it, as runFault reads them.
+  auto* report = static_cast<FaultReport*>(ctx.myResults());
+  auto* victim = static_cast<FaultReport*>(const_cast<void*>(ctx.resultsOf(1)));
   report->pid = getpid();
   for (const auto& [name, value] : sharedGpuEnvironment(ctx.rank, shared)) setenv(name.c_str(), value.c_str(), 1);
   setenv("NCCL_LAMPORT_TIMEOUT_MS", std::to_string(kTimeoutMs).c_str(), 1);

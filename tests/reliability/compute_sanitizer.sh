@@ -24,7 +24,12 @@ run() {  # tool part command...
   local tool="$1" part="$2"
   shift 2
   local log="$out/$tool-$part.log"
-  "$cs" --tool "$tool" --kernel-name kns=lamport --target-processes all --error-exitcode 99 "$@" >"$log" 2>&1
+  # --report-api-errors no: NCCL's init probes its kernels with cudaFuncGetAttributes and gets
+  # cudaErrorNoKernelImageForDevice for archs it was not built for (seen on NCCL 2.28.9: 32 such
+  # reports, all from ncclInitKernelsForDevice); those are NCCL's handled API results, not memory
+  # errors, and would fail the run. Memory, race and sync errors in kernels are still reported.
+  "$cs" --tool "$tool" --kernel-name kns=lamport --target-processes all --report-api-errors no \
+    --error-exitcode 99 "$@" >"$log" 2>&1
   local rc=$?
   local summary
   summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1)
