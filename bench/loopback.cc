@@ -42,6 +42,8 @@ class LoopbackWorld {
     layout_ = LamportLayout{nRanks, (maxBytes + kLamportVectorBytes - 1) / kLamportVectorBytes * kLamportVectorBytes};
     ioBytes_ = layout_.slotBytes + kGuardBytes;
     ranks_.resize(nRanks);
+    // Modules loaded and grid limits cached before anything is captured (as the plugin does).
+    BENCH_CUDA(lamportPrepareKernels(nRanks));
     BENCH_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&flagsHost_), 2 * nRanks * sizeof(uint32_t),
                              cudaHostAllocMapped | cudaHostAllocPortable));
     std::memset(flagsHost_, 0, 2 * nRanks * sizeof(uint32_t));
@@ -87,7 +89,10 @@ class LoopbackWorld {
     a.abortFlag = flagsDev_ + nRanks_ + r;
     a.errorFlag = flagsDev_ + r;
     a.timeoutNs = kKernelTimeoutNs;
-    a.variant = v.baseline ? LamportKernelVariant::kBaseline : LamportKernelVariant::kFast;
+    a.variant = v.baseline  ? LamportKernelVariant::kBaseline
+                : v.twoShot ? LamportKernelVariant::kTwoShot
+                            : LamportKernelVariant::kFast;
+    a.residencyShare = v.residencyShare;
     a.blockThreads = v.baseline ? 0 : v.blockThreads;
     a.disablePdl = v.pdl ? 0 : 1;
     // All N ranks' grids (and, with PDL, each stream's early-launched next grid) must be resident

@@ -31,7 +31,8 @@ std::vector<LoopbackVariant> loopbackVariants(int nRanks) {
   v.push_back({"fast-nopdl", false, false, 0, false});
   v.push_back({"fast-t256", false, false, 256, true});
   v.push_back({"fast-t512", false, false, 512, true});
-  (void)nRanks;  // the two-shot variant joins here at nRanks >= 4 once it exists
+  v.push_back({"fast-nobound", false, false, 0, true, 1});
+  if (nRanks >= 4) v.push_back({"twoshot", false, true, 0, true});
   return v;
 }
 
@@ -69,7 +70,7 @@ std::string formatLoopbackHeader(const LoopbackInfo& info, const std::vector<Loo
 std::string formatLoopbackTable(const std::vector<LoopbackVariant>& variants, const std::vector<LoopbackRow>& rows,
                                 const BenchOptions& options) {
   std::string out;
-  const size_t width = 11;
+  const size_t width = 13;  // the longest variant name plus a space
   auto table = [&](const char* mode, bool graph) {
     std::string head = "#" + padLeft("bytes", 10) + padLeft("mode", 7);
     for (const LoopbackVariant& v : variants) head += padLeft(v.name, width);
@@ -132,7 +133,7 @@ nlohmann::json loopbackJson(const LoopbackInfo& info, const std::vector<Loopback
   nlohmann::json vs = nlohmann::json::array();
   for (const LoopbackVariant& v : variants) {
     vs.push_back({{"name", v.name}, {"baseline", v.baseline}, {"twoShot", v.twoShot},
-                  {"blockThreads", v.blockThreads}, {"pdl", v.pdl}});
+                  {"blockThreads", v.blockThreads}, {"pdl", v.pdl}, {"residencyShare", v.residencyShare}});
   }
   doc["variants"] = vs;
   nlohmann::json rs = nlohmann::json::array();

@@ -25,12 +25,13 @@ struct LoopbackVariant {
   bool twoShot = false;   // the two-shot kernel (nRanks >= 4 only)
   int blockThreads = 0;   // kFast data threads per block; 0 = the launcher's default
   bool pdl = true;        // kFast: programmatic dependent launch
+  int residencyShare = 0;  // kFast: 1/share of the device per launch; 0 = the launcher's default
 };
 
 /**
  * The variants of a loopback run at nRanks, baseline first (the ratios are baseline / variant):
- * baseline, fast, fast without PDL, fast with 256 and 512 data threads, and two-shot where
- * nRanks >= 4.
+ * baseline, fast, fast without PDL, fast with 256 and 512 data threads, fast without the
+ * residency bound of issue 10.1 (fast-nobound: what the bound costs), and two-shot where nRanks >= 4.
  */
 [[nodiscard]] std::vector<LoopbackVariant> loopbackVariants(int nRanks);
 

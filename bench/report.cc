@@ -37,7 +37,9 @@ std::string hex64(uint64_t value) {
   return text;
 }
 
-const char* pathName(int32_t path) { return path == ncclLamportPathOneShot ? "lamport" : "nccl"; }
+const char* pathName(int32_t path) {
+  return path == ncclLamportPathOneShot ? "lamport" : path == ncclLamportPathTwoShot ? "lamport-2shot" : "nccl";
+}
 
 nlohmann::json numberOrNull(double value) {
   return std::isnan(value) ? nlohmann::json(nullptr) : nlohmann::json(value);
@@ -108,7 +110,7 @@ std::vector<Row> aggregateRows(const std::vector<const RankSlot*>& ranks, int nS
         if (sample.hash[kPlugin] != firstHash) row.bitIdentical = false;
         if (sample.repeatMismatch != 0) row.repeatMismatch = true;
         const bool tookLamport = sample.lamportCallsDelta > 0;
-        if (tookLamport != (sample.path == ncclLamportPathOneShot)) row.routeMismatch = true;
+        if (tookLamport != (sample.path != ncclLamportPathNccl)) row.routeMismatch = true;
         if (row.firstError.empty() && sample.firstError[0] != '\0') {
           row.firstError = std::string(sample.firstError);
         }

@@ -41,6 +41,9 @@ constexpr uint64_t kNoKnobMaximum = std::numeric_limits<uint64_t>::max();
   NCCL_LAMPORT_KNOB(oneShotMaxBytes, Bytes, "NCCL_LAMPORT_ONESHOT_MAX_BYTES", 0, "0", "bytes", 0,     \
       ::nccl_lamport::kNoKnobMaximum,                                                                 \
       "largest message taken by the one-shot kernel; 0: the built-in table per nRanks")              \
+  NCCL_LAMPORT_KNOB(twoShotMaxBytes, Bytes, "NCCL_LAMPORT_TWOSHOT_MAX_BYTES", 0, "0", "bytes", 0,     \
+      ::nccl_lamport::kNoKnobMaximum,                                                                 \
+      "at >= 4 ranks, largest message taken by the two-shot kernel; 0: the built-in table (off)")    \
   NCCL_LAMPORT_KNOB(workspaceMaxBytes, Bytes, "NCCL_LAMPORT_WORKSPACE_MAX_BYTES", size_t{64} << 20,   \
       "64M", "bytes", 1, ::nccl_lamport::kNoKnobMaximum,                                              \
       "cap on one rank's Lamport workspace per communicator")                                         \
@@ -52,5 +55,10 @@ constexpr uint64_t kNoKnobMaximum = std::numeric_limits<uint64_t>::max();
   NCCL_LAMPORT_KNOB(auditDebug, Bool, "NCCL_LAMPORT_AUDIT_DEBUG", false, "0", "bool", 0, 0,            \
       "the LD_AUDIT module prints each decision about an NCCL library to stderr")                    \
   NCCL_LAMPORT_KNOB(requireNvlink, Bool, "NCCL_LAMPORT_REQUIRE_NVLINK", true, "1", "bool", 0, 0,       \
-      "0: any P2P-capable pair is accepted (testing only)")
+      "0: any P2P-capable pair is accepted (testing only)")                                          \
+  NCCL_LAMPORT_KNOB(tunerHooks, Bool, "NCCL_LAMPORT_TUNER_HOOKS", false, "0", "bool", 0, 0,           \
+      "1: a process that loaded us only as NCCL's tuner (NCCL 2.28+) hooks NCCL's entry points")     \
+  NCCL_LAMPORT_KNOB(rendezvousTimeoutMs, Ms, "NCCL_LAMPORT_RENDEZVOUS_TIMEOUT_MS", 10000, "10000",    \
+      "ms", 1, ::nccl_lamport::kMaxTimeoutMs,                                                         \
+      "tuner activation: how long a communicator's ranks wait for each other in the tuner's init")
 // clang-format on

@@ -21,6 +21,7 @@ extern "C" {
 typedef enum {
   ncclLamportPathNccl = 0,    /**< passed through to the real NCCL */
   ncclLamportPathOneShot = 1, /**< Lamport one-shot kernel of nccl-lamport */
+  ncclLamportPathTwoShot = 2, /**< Lamport two-shot kernel of nccl-lamport (4 or more ranks) */
 } ncclLamportPath_t;
 
 /** Per-communicator state as nccl-lamport sees it. */

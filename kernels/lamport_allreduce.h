@@ -13,6 +13,12 @@ namespace nccl_lamport {
 
 /** Datatypes the kernels are instantiated for. */
 enum class LamportDataType : int { kFloat32 = 0, kFloat16 = 1, kBFloat16 = 2 };
+/** Bytes of one element of datatype (0 for a value outside the enum). */
+constexpr size_t lamportElementBytes(LamportDataType datatype) {
+  return datatype == LamportDataType::kFloat32                                           ? 4
+         : datatype == LamportDataType::kFloat16 || datatype == LamportDataType::kBFloat16 ? 2
+                                                                                          : 0;
+}
 /** Ops: kAvg is the fp32 sum scaled by 1/nRanks before the single conversion. */
 enum class LamportReduceOp : int { kSum = 0, kAvg = 1 };
 
@@ -32,8 +38,12 @@ enum LamportError : uint32_t { kLamportOk = 0, kLamportTimedOut = 1, kLamportAbo
  *   kBaseline: 512-thread blocks, full-residency grid, no PDL, fence + atomic arrival on thread 0
  *              (research/kernel-speed.md measured it; its full-residency grid can deadlock two
  *              communicators used in opposite orders: A/B timing only).
+ *   kTwoShot:  the two-shot kernel (kernels/lamport_twoshot.cuh: Lamport reduce-scatter then
+ *              all-gather, the kFast launch options and grid bound), for many ranks and large
+ *              messages; needs 2 * ceil(vectors / nRanks) * 16 <= slotBytes (vectors = 16-byte
+ *              vectors of the message, which may then be up to about nRanks / 2 slots).
  */
-enum class LamportKernelVariant : int { kFast = 0, kBaseline = 1 };
+enum class LamportKernelVariant : int { kFast = 0, kBaseline = 1, kTwoShot = 2 };
 
 /**
  * One launch takes at most 1/kLamportResidencyShare of the blocks the device holds at once, so
@@ -48,7 +58,7 @@ constexpr int kLamportResidencyShare = 8;
 struct LamportOneShotArgs {
   const void* sendbuff;  // count elements, any alignment; may equal recvbuff
   void* recvbuff;        // count elements, any alignment
-  size_t count;          // elements; count * elementSize <= layout.slotBytes
+  size_t count;          // elements; count * elementSize <= layout.slotBytes (kTwoShot: see below)
   LamportDataType datatype;
   LamportReduceOp op;
   int rank;
@@ -65,14 +75,17 @@ struct LamportOneShotArgs {
   int maxBlocks;  // 0: the launcher sizes the grid; > 0 caps it (the kernel grid-strides). Tests
                   // that put several ranks on one GPU use it so all ranks' blocks are resident.
   LamportKernelVariant variant;  // kFast (0, default) or kBaseline
-  int blockThreads;  // kFast: data threads per block, 0 = 128; 32..512, a multiple of 32 (one more
-                     // warp is added for the arrival). kBaseline: must be 0 (always 512)
-  int disablePdl;    // kFast: non-zero launches without programmatic dependent launch (A/B);
-                     // PDL is used only on sm_90+ anyway. kBaseline never uses it
+  int blockThreads;  // kFast/kTwoShot: data threads per block, 0 = 128; 32..512, a multiple of 32
+                     // (one more warp is added for the arrival). kBaseline: must be 0 (always 512)
+  int disablePdl;    // kFast/kTwoShot: non-zero launches without programmatic dependent launch
+                     // (A/B); PDL is used only on sm_90+ anyway. kBaseline never uses it
+  int residencyShare;  // kFast/kTwoShot: the grid takes at most 1/residencyShare of the blocks the
+                       // device holds at once; 0 = kLamportResidencyShare (A/B and tests only)
 };
 
 /**
- * Launches the Lamport one-shot allreduce on `stream` (the current device must be the one that
+ * Launches the Lamport allreduce kernel args.variant selects (one-shot kFast / kBaseline, or the
+ * two-shot kTwoShot) on `stream` (the current device must be the one that
  * owns peerBases[rank]). Works under CUDA-graph capture: all rotation state is in device memory.
  * Returns cudaErrorInvalidValue for bad args (count too large for the slot, nRanks out of range,
  * rank out of range, null peer base, unknown datatype/op); these checks make no CUDA call.

@@ -50,11 +50,17 @@ struct LamportLayout {
     return kLamportControlBytes + static_cast<size_t>(buffer) * bufferBytes();
   }
   /** Offset of sender's slot inside receiver's buffer `buffer`. sender != receiver. */
-  LAMPORT_HD size_t slotOffset(int buffer, int receiver, int sender) const {
-    const int slot = sender < receiver ? sender : sender - 1;
-    return bufferOffset(buffer) + static_cast<size_t>(slot) * slotBytes;
-  }
+  LAMPORT_HD size_t slotOffset(int buffer, int receiver, int sender) const;
 };
+
+/** Slot of `sender` in `receiver`'s buffer: ranks below the receiver keep their index, ranks above
+ *  move down by one (the receiver has no slot of its own). sender != receiver. The one definition
+ *  of the slot arithmetic: the host layout and the kernels both use it. */
+LAMPORT_HD inline int lamportSlotIndex(int receiver, int sender) { return sender < receiver ? sender : sender - 1; }
+
+LAMPORT_HD inline size_t LamportLayout::slotOffset(int buffer, int receiver, int sender) const {
+  return bufferOffset(buffer) + static_cast<size_t>(lamportSlotIndex(receiver, sender)) * slotBytes;
+}
 
 /** Rotation step shared by the kernel and the host model in tests: next buffer after `index`. */
 LAMPORT_HD inline uint32_t lamportNextBuffer(uint32_t index) { return (index + 1) % kLamportBufferCount; }

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "kernels/lamport_allreduce.h"
+#include "kernels/lamport_kernel_select.h"
 #include "kernels/lamport_oneshot.cuh"
 #include "kernels/lamport_oneshot_fast.cuh"
 
@@ -39,18 +40,7 @@ __global__ void lamportWorkspaceInitKernel(char* base, size_t nVectors) {
 
 namespace {
 
-using OneShotKernel = void (*)(const LamportOneShotArgs);
-
-size_t elementBytes(LamportDataType datatype) {
-  switch (datatype) {
-    case LamportDataType::kFloat32:
-      return 4;
-    case LamportDataType::kFloat16:
-    case LamportDataType::kBFloat16:
-      return 2;
-  }
-  return 0;
-}
+using OneShotKernel = LamportKernelFn;
 
 bool layoutValid(const LamportLayout& layout) {
   return layout.nRanks >= 2 && layout.nRanks <= kLamportMaxRanks && layout.slotBytes != 0 &&
@@ -92,6 +82,7 @@ OneShotKernel selectForOp(LamportReduceOp op, int nRanks, LamportKernelVariant v
 
 OneShotKernel selectKernel(LamportDataType datatype, LamportReduceOp op, int nRanks,
                            LamportKernelVariant variant = LamportKernelVariant::kBaseline) {
+  if (variant == LamportKernelVariant::kTwoShot) return selectTwoShotKernel(datatype, op, nRanks);
   if (variant != LamportKernelVariant::kBaseline && variant != LamportKernelVariant::kFast) return nullptr;
   switch (datatype) {
     case LamportDataType::kFloat32:
@@ -115,11 +106,11 @@ int variantIndex(LamportDataType datatype, LamportReduceOp op, int nRanks,
                  LamportKernelVariant variant = LamportKernelVariant::kBaseline, int dataThreads = 512) {
   const int ranksSlot = nRanks == 2 ? 1 : nRanks == 4 ? 2 : nRanks == 8 ? 3 : 0;
   const int kernelSlot = (static_cast<int>(datatype) * 2 + static_cast<int>(op)) * 4 + ranksSlot;
-  return (kernelSlot * 2 + static_cast<int>(variant)) * kThreadSlots + (dataThreads / 32 - 1);
+  return (kernelSlot * 3 + static_cast<int>(variant)) * kThreadSlots + (dataThreads / 32 - 1);
 }
 
 constexpr int kCachedDevices = 64;
-constexpr int kVariants = 3 * 2 * 4 * 2 * kThreadSlots;
+constexpr int kVariants = 3 * 2 * 4 * 3 * kThreadSlots;
 // Grid limit per (device, variant); 0 = not computed yet. Written once, read on every launch.
 std::atomic<int> gResidentBlocks[kCachedDevices][kVariants];
 // Compute capability major per device + 1 (0 = not queried yet): PDL needs sm_90+.
@@ -136,6 +127,10 @@ struct LaunchShape {
 /** The shape for args, or a null kernel when the variant options are invalid. */
 LaunchShape shapeFor(const LamportOneShotArgs& args) {
   LaunchShape shape;
+  if (args.variant != LamportKernelVariant::kBaseline && args.variant != LamportKernelVariant::kFast &&
+      args.variant != LamportKernelVariant::kTwoShot) {
+    return shape;
+  }
   if (args.variant == LamportKernelVariant::kBaseline) {
     if (args.blockThreads != 0) return shape;
     shape.dataThreads = kLamportOneShotThreads;
@@ -151,10 +146,8 @@ LaunchShape shapeFor(const LamportOneShotArgs& args) {
   return shape;
 }
 
-/** True when the current device can take programmatic dependent launches (sm_90+). */
-bool deviceSupportsPdl() {
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return false;
+/** True when `device` can take programmatic dependent launches (sm_90+). */
+bool deviceSupportsPdl(int device) {
   if (device >= 0 && device < kCachedDevices) {
     const int cached = gSmMajor[device].load(std::memory_order_relaxed);
     if (cached > 0) return cached - 1 >= 9;
@@ -171,9 +164,7 @@ bool deviceSupportsPdl() {
  * resident threads keep more 16 B NVLink accesses in flight for large messages. Cached per
  * (device, variant); falls back to 132 (one block per H100/H200 SM) if a query fails.
  */
-int maxResidentBlocks(OneShotKernel kernel, int variant, int blockThreads = kLamportOneShotThreads) {
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return 132;
+int maxResidentBlocks(OneShotKernel kernel, int variant, int blockThreads, int device) {
   const bool cacheable = device >= 0 && device < kCachedDevices;
   if (cacheable) {
     const int cached = gResidentBlocks[device][variant].load(std::memory_order_relaxed);
@@ -196,12 +187,34 @@ int maxResidentBlocks(OneShotKernel kernel, int variant, int blockThreads = kLam
 
 namespace {
 
+/** Vectors (16 B) of the message. */
+size_t messageVectors(const LamportOneShotArgs& args) {
+  return (args.count * lamportElementBytes(args.datatype) + kLamportVectorBytes - 1) / kLamportVectorBytes;
+}
+
+/** Vectors one data thread index stands for: the whole message, or one chunk (two-shot). */
+size_t vectorsToSpread(const LamportOneShotArgs& args) {
+  const size_t nVectors = messageVectors(args);
+  if (args.variant != LamportKernelVariant::kTwoShot) return nVectors;
+  return (nVectors + args.layout.nRanks - 1) / args.layout.nRanks;
+}
+
 /** The checks of launchLamportOneShot that need no CUDA call; false = cudaErrorInvalidValue. */
 bool argsValid(const LamportOneShotArgs& args, const LaunchShape& shape) {
-  const size_t elemBytes = elementBytes(args.datatype);
+  const size_t elemBytes = lamportElementBytes(args.datatype);
   const LamportLayout& layout = args.layout;
   if (elemBytes == 0 || !layoutValid(layout) || args.rank < 0 || args.rank >= layout.nRanks ||
-      args.maxBlocks < 0 || args.count > layout.slotBytes / elemBytes || shape.kernel == nullptr) {
+      args.maxBlocks < 0 || args.residencyShare < 0 || shape.kernel == nullptr) {
+    return false;
+  }
+  if (args.variant == LamportKernelVariant::kTwoShot) {
+    // A scatter and a gather chunk fit in every one-shot slot; the message itself may be up to
+    // nRanks / 2 slots. Vector indices stay far below 2^32 (the kernel counts them in uint32_t).
+    if (args.count > (size_t{1} << 31) * kLamportVectorBytes / elemBytes ||
+        2 * vectorsToSpread(args) * kLamportVectorBytes > layout.slotBytes) {
+      return false;
+    }
+  } else if (args.count > layout.slotBytes / elemBytes) {
     return false;
   }
   for (int r = 0; r < layout.nRanks; ++r) {
@@ -215,12 +228,12 @@ bool argsValid(const LamportOneShotArgs& args, const LaunchShape& shape) {
  * block for tiny messages), capped at what the device holds at once (kBaseline) or at
  * 1/kLamportResidencyShare of it (kFast, issue 10 point 1), then at args.maxBlocks.
  */
-size_t gridBlocks(const LamportOneShotArgs& args, const LaunchShape& shape) {
-  const size_t nVectors =
-      (args.count * elementBytes(args.datatype) + kLamportVectorBytes - 1) / kLamportVectorBytes;
-  size_t blocks = (nVectors + shape.dataThreads - 1) / shape.dataThreads;
-  int limit = maxResidentBlocks(shape.kernel, shape.cacheIndex, shape.blockThreads);
-  if (args.variant != LamportKernelVariant::kBaseline) limit = limit / kLamportResidencyShare;
+size_t gridBlocks(const LamportOneShotArgs& args, const LaunchShape& shape, int device) {
+  size_t blocks = (vectorsToSpread(args) + shape.dataThreads - 1) / shape.dataThreads;
+  int limit = maxResidentBlocks(shape.kernel, shape.cacheIndex, shape.blockThreads, device);
+  if (args.variant != LamportKernelVariant::kBaseline) {
+    limit = limit / (args.residencyShare > 0 ? args.residencyShare : kLamportResidencyShare);
+  }
   if (limit < 1) limit = 1;
   if (blocks > static_cast<size_t>(limit)) blocks = static_cast<size_t>(limit);
   if (args.maxBlocks > 0 && blocks > static_cast<size_t>(args.maxBlocks)) {
@@ -239,15 +252,17 @@ cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t st
   if (args.count == 0) return cudaSuccess;
   if (args.sendbuff == nullptr || args.recvbuff == nullptr) return cudaErrorInvalidValue;
 
+  int device = 0;  // the one device query of a launch
+  if (cudaGetDevice(&device) != cudaSuccess) device = -1;
   cudaLaunchAttribute attribute[1];
   cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(gridBlocks(args, shape)));
+  config.gridDim = dim3(static_cast<unsigned>(gridBlocks(args, shape, device)));
   config.blockDim = dim3(static_cast<unsigned>(shape.blockThreads));
   config.dynamicSmemBytes = 0;
   config.stream = stream;
   config.attrs = nullptr;
   config.numAttrs = 0;
-  if (args.variant == LamportKernelVariant::kFast && args.disablePdl == 0 && deviceSupportsPdl()) {
+  if (args.variant != LamportKernelVariant::kBaseline && args.disablePdl == 0 && deviceSupportsPdl(device)) {
     // The kernel may start while the previous one on the stream still runs; its
     // griddepcontrol.wait holds every thread until that one has completed and flushed.
     attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -261,7 +276,9 @@ cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t st
 int lamportOneShotResidentBlocks(const LamportOneShotArgs& args) {
   const LaunchShape shape = shapeFor(args);
   if (!argsValid(args, shape)) return 0;
-  return maxResidentBlocks(shape.kernel, shape.cacheIndex, shape.blockThreads);
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) device = -1;
+  return maxResidentBlocks(shape.kernel, shape.cacheIndex, shape.blockThreads, device);
 }
 
 int lamportOneShotGridBlocks(const LamportOneShotArgs& args) {
@@ -269,22 +286,28 @@ int lamportOneShotGridBlocks(const LamportOneShotArgs& args) {
   if (!argsValid(args, shape)) return 0;
   LamportOneShotArgs uncapped = args;
   uncapped.maxBlocks = 0;
-  return static_cast<int>(gridBlocks(uncapped, shape));
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) device = -1;
+  return static_cast<int>(gridBlocks(uncapped, shape, device));
 }
 
 cudaError_t lamportPrepareKernels(int nRanks) {
-  (void)deviceSupportsPdl();
+  int device = 0;
+  const cudaError_t deviceErr = cudaGetDevice(&device);
+  if (deviceErr != cudaSuccess) return deviceErr;
+  (void)deviceSupportsPdl(device);
   for (LamportDataType datatype : {LamportDataType::kFloat32, LamportDataType::kFloat16, LamportDataType::kBFloat16}) {
     for (LamportReduceOp op : {LamportReduceOp::kSum, LamportReduceOp::kAvg}) {
-      for (LamportKernelVariant variant : {LamportKernelVariant::kFast, LamportKernelVariant::kBaseline}) {
+      for (LamportKernelVariant variant :
+           {LamportKernelVariant::kFast, LamportKernelVariant::kBaseline, LamportKernelVariant::kTwoShot}) {
         const OneShotKernel kernel = selectKernel(datatype, op, nRanks, variant);
         cudaFuncAttributes attributes{};
         const cudaError_t err = cudaFuncGetAttributes(&attributes, kernel);  // loads the module
         if (err != cudaSuccess) return err;
-        const int dataThreads =
-            variant == LamportKernelVariant::kFast ? kLamportFastDefaultThreads : kLamportOneShotThreads;
+        const bool baseline = variant == LamportKernelVariant::kBaseline;
+        const int dataThreads = baseline ? kLamportOneShotThreads : kLamportFastDefaultThreads;
         maxResidentBlocks(kernel, variantIndex(datatype, op, nRanks, variant, dataThreads),
-                          variant == LamportKernelVariant::kFast ? dataThreads + 32 : dataThreads);
+                          baseline ? dataThreads : dataThreads + 32, device);
       }
     }
   }

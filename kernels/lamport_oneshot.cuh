@@ -83,7 +83,7 @@ constexpr uint64_t kWaiterGiveUp = ~0ull;
  * ~200k reads per check round); the other lanes learn of an abort through the block flag at their
  * next check.
  */
-__device__ __noinline__ uint64_t waiterCheck(const volatile uint32_t* abortFlag,
+static __device__ __noinline__ uint64_t waiterCheck(const volatile uint32_t* abortFlag,
                                              uint32_t* errorFlag, uint64_t timeoutNs,
                                              uint64_t startNs, int* blockGaveUp) {
   if (atomicOr(blockGaveUp, 0) != 0) return kWaiterGiveUp;
@@ -155,10 +155,8 @@ __device__ __forceinline__ void storeOutput(void* recvbuff, size_t bytes, uint32
 // Publish / poll / reduce
 // ---------------------------------------------------------------------------------------------
 
-/** Slot index of `sender` in `receiver`'s buffer (LamportLayout::slotOffset, without the base). */
-__device__ __forceinline__ int slotIndex(int receiver, int sender) {
-  return sender < receiver ? sender : sender - 1;
-}
+/** Slot index of `sender` in `receiver`'s buffer (kernels/lamport_layout.h, lamportSlotIndex). */
+__device__ __forceinline__ int slotIndex(int receiver, int sender) { return lamportSlotIndex(receiver, sender); }
 
 /**
  * Stores x into slot [rank] at byte `offset` (buffer offset + vector offset) of every peer.
@@ -257,6 +255,26 @@ __device__ __forceinline__ void waitAndReduce(float (&acc)[Codec::kElemsPerVecto
   }
 }
 
+/**
+ * Writes the sentinel over the first dirtyVectors vectors of every slot of our buffer
+ * lamportBufferToClear(bufferIndex) (what the previous round dirtied), grid-strided. Peers are at
+ * most one round ahead: they write lamportNextBuffer(bufferIndex), never this buffer. Weak stores:
+ * ordered before any peer's next write into it by the end of this kernel.
+ */
+__device__ __forceinline__ void clearPreviousBuffer(char* ownBase, const LamportLayout& layout,
+                                                    uint32_t bufferIndex, uint32_t dirtyVectors, int nRanks,
+                                                    uint32_t tid, uint32_t stride) {
+  if (dirtyVectors == 0) return;
+  char* const clearBase = ownBase + layout.bufferOffset(static_cast<int>(lamportBufferToClear(bufferIndex)));
+  const LamportVec empty = lamportEmptyVec();
+  for (int s = 0; s < nRanks - 1; ++s) {
+    char* const slot = clearBase + static_cast<size_t>(s) * layout.slotBytes;
+    for (uint32_t c = tid; c < dirtyVectors; c += stride) {
+      lamportStoreWeak(slot + static_cast<size_t>(c) * kLamportVectorBytes, empty);
+    }
+  }
+}
+
 }  // namespace oneshot
 
 // ---------------------------------------------------------------------------------------------
@@ -343,18 +361,7 @@ __global__ void __launch_bounds__(kLamportOneShotThreads)
   }
 
   // ---- 2. Clear the previous round's buffer (only what it dirtied) --------------------------------
-  // Peers are at most one round ahead: they write lamportNextBuffer(idx), never this one.
-  if (dirtyVectors != 0) {
-    char* const clearBase =
-        ownBase + args.layout.bufferOffset(static_cast<int>(lamportBufferToClear(bufferIndex)));
-    const LamportVec empty = lamportEmptyVec();
-    for (int s = 0; s < nRanks - 1; ++s) {
-      char* const slot = clearBase + static_cast<size_t>(s) * slotBytes;
-      for (uint32_t c = tid; c < dirtyVectors; c += stride) {
-        lamportStoreWeak(slot + static_cast<size_t>(c) * kLamportVectorBytes, empty);
-      }
-    }
-  }
+  oneshot::clearPreviousBuffer(ownBase, args.layout, bufferIndex, dirtyVectors, nRanks, tid, stride);
 
   // ---- 3. Wait, reduce, write -----------------------------------------------------------------
   oneshot::Waiter waiter{args.abortFlag, args.errorFlag, args.timeoutNs, 0, 0, false};

@@ -55,6 +55,31 @@ __device__ __forceinline__ uint32_t atomicAddAcqRelGpu(uint32_t* p, uint32_t v) 
   return old;
 }
 
+/** Control lane, at entry: the rotation state snapshot (one 16-byte load) for the whole block. */
+__device__ __forceinline__ void controlSnapshot(const char* ownBase, LamportDeviceState* sState, int* sGaveUp) {
+  const LamportVec s = lamportLoadVolatile(ownBase);
+  *sState = LamportDeviceState{s.w[0], s.w[1], s.w[2], s.w[3]};
+  *sGaveUp = 0;
+}
+
+/**
+ * Control lane, after the block barrier: this block's arrival; the last block to arrive writes the
+ * next state (one 16-byte store; dirtyBytes = what this round writes per slot). Every block's
+ * snapshot is taken before its arrival, and acq_rel makes the last block's write come after every
+ * block's read. The next kernel on the stream sees the new state at the kernel boundary (with
+ * PDL, its griddepcontrol.wait waits for this grid's completion). No data thread waits on this.
+ */
+__device__ __forceinline__ void controlArrive(char* ownBase, const LamportDeviceState& snapshot,
+                                              uint32_t dirtyBytesNext) {
+  const bool last = gridDim.x == 1 ||
+                    atomicAddAcqRelGpu(&reinterpret_cast<LamportDeviceState*>(ownBase)->arrivedBlocks, 1u) ==
+                        gridDim.x - 1;
+  if (last) {
+    const LamportVec next{{lamportNextBuffer(snapshot.bufferIndex), dirtyBytesNext, 0u, snapshot.roundsDone + 1u}};
+    lamportStoreVolatile(ownBase, next);
+  }
+}
+
 /** Waits for rank r's copies of the K vectors (own ones come from registers), all polls in flight. */
 template <int NRANKS, int K>
 __device__ __forceinline__ void pollVectors(LamportVec (&vals)[K][NRANKS], const LamportVec (&own)[K],
@@ -128,11 +153,7 @@ __global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
       static_cast<uint32_t>((bytes + kLamportVectorBytes - 1) / kLamportVectorBytes);
   const size_t slotBytes = args.layout.slotBytes;
 
-  if (threadIdx.x == dataThreads) {  // control lane: the state snapshot
-    const LamportVec s = lamportLoadVolatile(ownBase);
-    sState = LamportDeviceState{s.w[0], s.w[1], s.w[2], s.w[3]};
-    sGaveUp = 0;
-  }
+  if (threadIdx.x == dataThreads) oneshot::controlSnapshot(ownBase, &sState, &sGaveUp);
   const uint32_t tid = blockIdx.x * dataThreads + threadIdx.x;
   const uint32_t stride = gridDim.x * dataThreads;
   // First group of input vectors, loaded while the state read is in flight.
@@ -147,21 +168,8 @@ __global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
   __syncthreads();
   const uint32_t bufferIndex = sState.bufferIndex;
 
-  if (control) {
-    // ---- Arrival on the control warp: the last block advances the rotation --------------------
-    // Every block's snapshot is taken (barrier above) before its arrival; acq_rel makes the last
-    // block's state write come after every block's read. The next kernel on the stream sees the
-    // new state at the kernel boundary (PDL: its griddepcontrol.wait waits for our completion).
-    if (threadIdx.x == dataThreads) {
-      const bool last =
-          gridDim.x == 1 || oneshot::atomicAddAcqRelGpu(&reinterpret_cast<LamportDeviceState*>(ownBase)->arrivedBlocks,
-                                                        1u) == gridDim.x - 1;
-      if (last) {
-        const LamportVec next{{lamportNextBuffer(bufferIndex), nVectors * static_cast<uint32_t>(kLamportVectorBytes),
-                               0u, sState.roundsDone + 1u}};
-        lamportStoreVolatile(ownBase, next);
-      }
-    }
+  if (control) {  // the arrival; this round dirties nVectors vectors per slot
+    if (threadIdx.x == dataThreads) oneshot::controlArrive(ownBase, sState, nVectors * static_cast<uint32_t>(kLamportVectorBytes));
     oneshot::gridLaunchDependents();
     return;
   }
@@ -177,24 +185,29 @@ __global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
       oneshot::publish<NRANKS>(args, nRanks, bufferOffset + static_cast<size_t>(v) * kLamportVectorBytes, own[k]);
     }
   }
-  for (uint32_t v = tid + static_cast<uint32_t>(K) * stride; v < nVectors; v += stride) {
-    oneshot::publish<NRANKS>(args, nRanks, bufferOffset + static_cast<size_t>(v) * kLamportVectorBytes,
-                             oneshot::loadInput<Codec>(args.sendbuff, bytes, v));
+  // Further groups (capped grids, large messages): K loads issued together, then their stores;
+  // one load-then-store at a time would pay a memory latency per vector (the volatile stores keep
+  // the compiler from hoisting the next load above them).
+  for (uint32_t first = tid + static_cast<uint32_t>(K) * stride; first < nVectors;
+       first += static_cast<uint32_t>(K) * stride) {
+    LamportVec x[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const uint32_t v = first + static_cast<uint32_t>(k) * stride;
+      x[k] = v < nVectors ? oneshot::loadInput<Codec>(args.sendbuff, bytes, v) : lamportEmptyVec();
+    }
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const uint32_t v = first + static_cast<uint32_t>(k) * stride;
+      if (v < nVectors) {
+        oneshot::publish<NRANKS>(args, nRanks, bufferOffset + static_cast<size_t>(v) * kLamportVectorBytes, x[k]);
+      }
+    }
   }
   oneshot::gridLaunchDependents();
 
   // ---- 2. Clear the previous round's buffer (only what it dirtied) -----------------------------
-  if (dirtyVectors != 0) {
-    char* const clearBase =
-        ownBase + args.layout.bufferOffset(static_cast<int>(lamportBufferToClear(bufferIndex)));
-    const LamportVec empty = lamportEmptyVec();
-    for (int s = 0; s < nRanks - 1; ++s) {
-      char* const slot = clearBase + static_cast<size_t>(s) * slotBytes;
-      for (uint32_t c = tid; c < dirtyVectors; c += stride) {
-        lamportStoreWeak(slot + static_cast<size_t>(c) * kLamportVectorBytes, empty);
-      }
-    }
-  }
+  oneshot::clearPreviousBuffer(ownBase, args.layout, bufferIndex, dirtyVectors, nRanks, tid, stride);
 
   // ---- 3. Wait, reduce, write --------------------------------------------------------------------
   oneshot::Waiter waiter{args.abortFlag, args.errorFlag, args.timeoutNs, 0, 0, false};

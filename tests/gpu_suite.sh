@@ -18,6 +18,13 @@
 #   faults     tests/reliability/fault_torch.py under torchrun with PyTorch's watchdog: one rank
 #              SIGKILLed / SIGSTOPped during Lamport calls; the job must end within FAULT_LIMIT s
 #              (not in the default list; the native fault tests are test_gpu_faults, part gtest)
+#   tuner      tuner activation (SPEC 4a), only NCCL_TUNER_PLUGIN set (no LD_PRELOAD/LD_AUDIT):
+#              tests/clients/tuner_entry_bytes.py (one GPU: NCCL's entry bytes unchanged with
+#              NCCL_LAMPORT_ENABLE=0 and with the hooks not asked for; hooked, and the call
+#              reaching our wrapper, with NCCL_LAMPORT_TUNER_HOOKS=1), then allreduce_check.py
+#              under torchrun with the hooks on, compared with stock: "entry points ... hooked"
+#              on both ranks and "Lamport one-shot ON" required (the set-up inside the tuner's
+#              init); in shared-GPU mode NCCL_LAMPORT_TEST_SHARED_GPU=1 lets it past nNodes > 1
 # NCCL_LAMPORT_TEST_SHARED_GPU=1: shared-GPU mode (tests/gpu/shared_gpu.h), for a machine with one GPU:
 # the forked GPU tests and the two-rank Python checks put both ranks on GPU 0, each with its own
 # NCCL_HOSTID (NCCL joins them over sockets on loopback), NCCL_LAMPORT_REQUIRE_NVLINK=0. Results
@@ -34,7 +41,7 @@
 # packed into $OUT/logs.tgz.
 set -u
 STAGE=${1:-.device/stage}
-PARTS=${2:-gtest,bench,nccltests,torch,clients,pynccl,jax}
+PARTS=${2:-gtest,bench,nccltests,torch,clients,pynccl,jax,tuner}
 if [ ! -f "$STAGE/lib/libnccl-lamport.so" ] || [ ! -f tests/gpu_suite.sh ]; then
   {
     [ -f tests/gpu_suite.sh ] || echo "gpu_suite: run me from the repository root (I use tests/clients/ and tests/gpu/)."
@@ -373,6 +380,41 @@ run_faults() {
   done
 }
 
+run_tuner() {
+  local tlog="$OUT/tuner.log" script=tests/clients/tuner_entry_bytes.py
+  local tuner_so
+  tuner_so="$(dirname "$SO")/libnccl-tuner-lamport.so"
+  : >"$tlog"
+  local -a cases=("unchanged NCCL_LAMPORT_ENABLE=0 NCCL_LAMPORT_TUNER_HOOKS=1"
+                  "unchanged NCCL_LAMPORT_TUNER_HOOKS=0"
+                  "hooked NCCL_LAMPORT_TUNER_HOOKS=1")
+  local c expect rc line
+  for c in "${cases[@]}"; do
+    read -ra words <<<"$c"
+    expect=${words[0]}
+    echo "=== ${words[*]:1} NCCL_TUNER_PLUGIN=$tuner_so $script --lib $NCCL_LIB --expect $expect" >>"$tlog"
+    env "${words[@]:1}" NCCL_TUNER_PLUGIN="$tuner_so" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT \
+      LD_LIBRARY_PATH="$NCCL_LDLP" timeout 120 python3 "$script" --lib "$NCCL_LIB" --expect "$expect" >>"$tlog" 2>&1
+    rc=$?
+    [ "$rc" -eq 0 ] || fail
+    line=$(grep -E "^tuner-entry-bytes" "$tlog" | tail -1)
+    note "tuner entry bytes (${words[*]:1}): rc=$rc ${line:-no result line}"
+  done
+  # PyTorch's processes run on PyTorch's NCCL: that is the one the tuner hooks.
+  local hooks=(NCCL_TUNER_PLUGIN="$tuner_so" NCCL_LAMPORT_TUNER_HOOKS=1)
+  local before
+  before=$(grep -c "entry points of .* hooked" "$tlog")
+  torch_run "tuner torch stock" "$tlog" stock -- tests/clients/torch/allreduce_check.py --out "$RESULTS/tuner-stock"
+  torch_run "tuner torch hooks" "$tlog" lamport "${hooks[@]}" -- tests/clients/torch/allreduce_check.py --out "$RESULTS/tuner-hooks"
+  local hooked
+  hooked=$(( $(grep -c "entry points of .* hooked" "$tlog") - before ))
+  if [ "$hooked" -lt 2 ]; then
+    note "tuner torch hooks: FAIL: 'entry points ... hooked' on $hooked of 2 ranks"
+    fail
+  fi
+  compare_dirs "tuner stock vs hooks" "$RESULTS/tuner-stock" "$RESULTS/tuner-hooks" "$tlog"
+}
+
 IFS=, read -ra parts <<<"$PARTS"
 parts_passed=0
 parts_failed=0
@@ -380,7 +422,7 @@ parts_skipped=0
 suite_t0=$SECONDS
 for part in "${parts[@]}"; do
   if ! declare -F "run_$part" >/dev/null; then
-    note "part $part: unknown (known: gtest bench nccltests torch clients pynccl jax faults)"
+    note "part $part: unknown (known: gtest bench nccltests torch clients pynccl jax tuner faults)"
     parts_failed=$((parts_failed + 1))
     continue
   fi

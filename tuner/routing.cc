@@ -1,6 +1,9 @@
 #include "tuner/routing.h"
 
 #include <algorithm>
+#include <cstdint>
+
+#include "kernels/lamport_allreduce.h"
 
 namespace nccl_lamport {
 
@@ -26,13 +29,39 @@ RoutingTable makeRoutingTable(int nRanks, int smArch, size_t overrideOneShotMaxB
   return table;
 }
 
-size_t lamportElementSize(ncclDataType_t datatype) {
+size_t defaultTwoShotMaxBytes(int nRanks, int smArch) {
+  (void)smArch;
+  (void)nRanks;
+  return 0;  // not measured on a multi-GPU machine yet: off unless NCCL_LAMPORT_TWOSHOT_MAX_BYTES
+}
+
+size_t twoShotCapacityBytes(int nRanks, size_t slotBytes) {
+  if (nRanks < 2) return 0;
+  const size_t chunkVectors = slotBytes / 16 / 2;  // largest chunk: 2 chunks per slot
+  const size_t maxVectors = chunkVectors * static_cast<size_t>(nRanks);
+  return maxVectors > SIZE_MAX / 16 ? SIZE_MAX : maxVectors * 16;
+}
+
+size_t agreedTwoShotMaxBytes(int nRanks, int smArch, size_t overrideTwoShotMaxBytes, size_t oneShotMaxBytes,
+                             size_t slotBytes) {
+  if (nRanks < kTwoShotMinRanks) return 0;
+  size_t bytes = overrideTwoShotMaxBytes != 0 ? overrideTwoShotMaxBytes : defaultTwoShotMaxBytes(nRanks, smArch);
+  bytes = std::min(bytes, twoShotCapacityBytes(nRanks, slotBytes));
+  return bytes > oneShotMaxBytes ? bytes : 0;
+}
+
+bool lamportDataTypeOf(ncclDataType_t datatype, LamportDataType* out) {
   switch (datatype) {
-    case ncclFloat32: return 4;
-    case ncclFloat16: return 2;
-    case ncclBfloat16: return 2;
-    default: return 0;
+    case ncclFloat32: *out = LamportDataType::kFloat32; return true;
+    case ncclFloat16: *out = LamportDataType::kFloat16; return true;
+    case ncclBfloat16: *out = LamportDataType::kBFloat16; return true;
+    default: return false;
   }
+}
+
+size_t lamportElementSize(ncclDataType_t datatype) {
+  LamportDataType type;
+  return lamportDataTypeOf(datatype, &type) ? lamportElementBytes(type) : 0;
 }
 
 bool lamportSupportsOp(ncclRedOp_t op) { return op == ncclSum || op == ncclAvg; }
@@ -42,8 +71,9 @@ AllReducePath routeAllReduce(const RoutingTable& table, bool commEligible, int n
   if (!commEligible || nRanks < 2 || count == 0) return AllReducePath::kNccl;
   const size_t elementSize = lamportElementSize(datatype);
   if (elementSize == 0 || !lamportSupportsOp(op)) return AllReducePath::kNccl;
-  if (count > table.oneShotMaxBytes / elementSize) return AllReducePath::kNccl;
-  return AllReducePath::kLamportOneShot;
+  if (count <= table.oneShotMaxBytes / elementSize) return AllReducePath::kLamportOneShot;
+  if (nRanks >= kTwoShotMinRanks && count <= table.twoShotMaxBytes / elementSize) return AllReducePath::kLamportTwoShot;
+  return AllReducePath::kNccl;
 }
 
 }  // namespace nccl_lamport

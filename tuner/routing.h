@@ -1,4 +1,5 @@
-// The routing policy: per (nRanks, GPU arch, datatype, op, bytes), Lamport one-shot or NCCL.
+// The routing policy: per (nRanks, GPU arch, datatype, op, bytes), Lamport one-shot, Lamport
+// two-shot or NCCL.
 //
 // One object serves both the interposer (which path an allreduce takes) and the tuner. Every
 // input is identical on every rank of a communicator (SPEC 4.6): never pointers, streams, capture
@@ -12,13 +13,21 @@
 
 namespace nccl_lamport {
 
+enum class LamportDataType : int;  // kernels/lamport_allreduce.h
+
 /** Where an allreduce runs. */
-enum class AllReducePath { kNccl = 0, kLamportOneShot = 1 };
+enum class AllReducePath { kNccl = 0, kLamportOneShot = 1, kLamportTwoShot = 2 };
 
 /** Crossovers for one communicator, in bytes of the user's message (count * element size). */
 struct RoutingTable {
   size_t oneShotMaxBytes = 0;  // messages of 1..oneShotMaxBytes bytes go to the one-shot kernel
+  size_t twoShotMaxBytes = 0;  // messages above oneShotMaxBytes and up to this go to the two-shot
+                               // kernel (0 = none); only where nRanks >= kTwoShotMinRanks
 };
+
+/** Fewest ranks the two-shot kernel is routed to: at 2 ranks it moves the same bytes as the
+ *  one-shot plus one more hop, so it never wins (research/kernel-speed.md section 3.5). */
+constexpr int kTwoShotMinRanks = 4;
 
 /**
  * Built-in one-shot crossover for nRanks GPUs of compute capability smArch (e.g. 90), in bytes.
@@ -34,6 +43,32 @@ size_t defaultOneShotMaxBytes(int nRanks, int smArch);
 RoutingTable makeRoutingTable(int nRanks, int smArch, size_t overrideOneShotMaxBytes,
                               size_t maxBytesByWorkspace);
 
+/** The kernels' datatype for an NCCL datatype: true and *out for float32, float16 and bfloat16,
+ *  false (out untouched) for any other. The one mapping from NCCL's datatypes to the kernels'. */
+bool lamportDataTypeOf(ncclDataType_t datatype, LamportDataType* out);
+
+/**
+ * Built-in two-shot crossover (bytes) for nRanks GPUs of arch smArch: 0 (no two-shot) until it is
+ * measured on a multi-GPU machine and committed in docs/, as SPEC section 6 asks of built-in
+ * defaults; NCCL_LAMPORT_TWOSHOT_MAX_BYTES turns it on. Always 0 below kTwoShotMinRanks.
+ */
+size_t defaultTwoShotMaxBytes(int nRanks, int smArch);
+
+/**
+ * Largest message whose two-shot chunks fit a workspace slot of slotBytes at nRanks: the kernel
+ * keeps a scatter and a gather chunk of ceil(vectors / nRanks) vectors in every slot
+ * (kernels/lamport_twoshot.cuh), so 2 * ceil(bytes / 16 / nRanks) * 16 <= slotBytes.
+ */
+size_t twoShotCapacityBytes(int nRanks, size_t slotBytes);
+
+/**
+ * The two-shot bound of a communicator whose agreed slot is slotBytes: the override (or the
+ * built-in default when 0) clamped to twoShotCapacityBytes; 0 below kTwoShotMinRanks or when it
+ * does not exceed oneShotMaxBytes. Every input is identical on every rank.
+ */
+size_t agreedTwoShotMaxBytes(int nRanks, int smArch, size_t overrideTwoShotMaxBytes, size_t oneShotMaxBytes,
+                             size_t slotBytes);
+
 /** Element size of a datatype the Lamport kernels support (float32/16, bfloat16), else 0. */
 size_t lamportElementSize(ncclDataType_t datatype);
 
@@ -42,8 +77,9 @@ bool lamportSupportsOp(ncclRedOp_t op);
 
 /**
  * The path for one allreduce. commEligible: the communicator's agreed state (every rank mapped
- * its workspace). Unsupported datatype/op, custom ops, nRanks == 1, count == 0, or bytes above
- * the table: NCCL.
+ * its workspace). Up to table.oneShotMaxBytes: one-shot; above, up to table.twoShotMaxBytes and
+ * with nRanks >= kTwoShotMinRanks: two-shot. Unsupported datatype/op, custom ops, nRanks == 1,
+ * count == 0, or bytes above the table: NCCL.
  */
 AllReducePath routeAllReduce(const RoutingTable& table, bool commEligible, int nRanks,
                              ncclDataType_t datatype, ncclRedOp_t op, size_t count);

@@ -1,5 +1,7 @@
 #include "tuner/tuner_impl.h"
 
+#include "common/config.h"
+
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -18,6 +20,7 @@ std::atomic<bool> gInterposerActive{false};
 namespace {
 
 std::atomic<bool> gTunerOnlyNoticeShown{false};
+std::atomic<bool> gTunerOnlyPathOff{false};
 
 constexpr uint64_t kTunerLogSubsys = kSubsysTuning | kSubsysInit;
 
@@ -56,7 +59,7 @@ void pinObject(const std::string& path) {
   if (handle != nullptr) dlclose(handle);  // the NODELETE mark stays
 }
 
-void showTunerOnlyNoticeOnce() {
+void showTunerOnlyNoticeOnce(const TunerCommInfo& comm, const void* callerInNccl) {
   if (interposerActive()) return;
   if (gTunerOnlyNoticeShown.exchange(true, std::memory_order_acq_rel)) return;
   const std::string path = ownObjectPath();
@@ -64,11 +67,21 @@ void showTunerOnlyNoticeOnce() {
   // points we do not wrap): the advice to preload would be wrong, and the interposer says why.
   if (preloadListNames(getenv("LD_PRELOAD"), path.c_str())) return;
   pinObject(path);
+  // Tuner activation: with NCCL_LAMPORT_ENABLE=0 (or the hooks not asked for) no byte of NCCL
+  // is touched.
+  const Config& config = globalConfig();
+  const bool hooksWanted = config.enable && config.tunerHooks;
+  std::string hooksWhy;
+  if (hooksWanted && comm.abiVersion >= 5 && callerInNccl != nullptr && activateFromTuner != nullptr) {
+    if (activateFromTuner(comm, callerInNccl, &hooksWhy)) return;
+  }
+  gTunerOnlyPathOff.store(true, std::memory_order_release);
   // Name the file itself, not the libnccl-tuner-lamport.so link NCCL may have opened.
   char canonical[PATH_MAX];
   const bool resolved = !path.empty() && realpath(path.c_str(), canonical) != nullptr;
   const std::string notice = tunerOnlyNotice(resolved ? std::string(canonical) : path);
-  LAMPORT_INFO(kTunerLogSubsys, "%s", notice.c_str());
+  const std::string reason = tunerOnlyReason(comm.abiVersion, config.enable, hooksWanted, hooksWhy);
+  LAMPORT_INFO(kTunerLogSubsys, "%s (%s)", notice.c_str(), reason.c_str());
 }
 
 bool isPreloadSeparator(char c) { return c == ' ' || c == ':' || c == '\t' || c == '\n'; }
@@ -84,12 +97,17 @@ const char* fileName(const char* path, size_t length, size_t* nameLength) {
 }  // namespace
 
 ncclResult_t tunerInit(const TunerCommInfo& comm, NcclDebugLogger logger, void** context) noexcept {
+  return tunerInitFromNccl(comm, logger, context, nullptr);
+}
+
+ncclResult_t tunerInitFromNccl(const TunerCommInfo& comm, NcclDebugLogger logger, void** context,
+                               const void* callerInNccl) noexcept {
   if (context == nullptr) return ncclSuccess;
   *context = nullptr;
   try {
     if (logger != nullptr) setNcclLogger(logger);
-    showTunerOnlyNoticeOnce();
-    TunerContext* created = new (std::nothrow) TunerContext{comm};
+    showTunerOnlyNoticeOnce(comm, callerInNccl);
+    TunerContext* created = new (std::nothrow) TunerContext{comm, callerInNccl != nullptr ? context : nullptr};
     if (created == nullptr) {
       LAMPORT_WARN("tuner: out of host memory for a %zu-byte context; NCCL tunes this "
                    "communicator alone", sizeof(TunerContext));
@@ -97,6 +115,10 @@ ncclResult_t tunerInit(const TunerCommInfo& comm, NcclDebugLogger logger, void**
     }
     *context = created;  // owned by NCCL from here on, whatever logging does
     logTopology(*created);
+    // Tuner activation: every communicator's set-up runs here, the first one's included.
+    if (created->ncclSlot != nullptr && tunerActivationCommInit != nullptr) {
+      tunerActivationCommInit(comm, created->ncclSlot);
+    }
   } catch (...) {
     // Nothing may cross the C ABI. *context is either null or a complete context.
   }
@@ -106,14 +128,17 @@ ncclResult_t tunerInit(const TunerCommInfo& comm, NcclDebugLogger logger, void**
 ncclResult_t tunerGetCollInfo(void* context, int collType, size_t nBytes, int numPipeOps,
                               float* costTable, int numAlgo, int numProto, int regBuff,
                               int* nChannels) noexcept {
-  (void)numPipeOps;
-  (void)regBuff;
-  (void)nChannels;  // never written: 0 from NCCL means "NCCL decides", and so it stays
+  // nChannels: never written by us (0 from NCCL means "NCCL decides"); a displaced tuner may.
   if (context == nullptr) return ncclSuccess;
   try {
     const TunerContext& ctx = *static_cast<const TunerContext*>(context);
     CostTable table(costTable, numAlgo, numProto);
     if (!table.empty()) editCollCosts(ctx, collType, nBytes, table);
+    // The displaced tuner decides what we left to NCCL (today: everything).
+    if (ctx.chained.getCollInfo != nullptr && costTable != nullptr) {
+      ctx.chained.getCollInfo(ctx.chained.context, collType, nBytes, numPipeOps, reinterpret_cast<float**>(costTable),
+                              numAlgo, numProto, regBuff, nChannels);
+    }
     LAMPORT_TRACE(kSubsysTuning, "tuner: coll %d nBytes %zu numPipeOps %d regBuff %d: costs as NCCL set them",
                   collType, nBytes, numPipeOps, regBuff);
   } catch (...) {
@@ -122,7 +147,12 @@ ncclResult_t tunerGetCollInfo(void* context, int collType, size_t nBytes, int nu
 }
 
 ncclResult_t tunerFinalize(void* context) noexcept {
-  delete static_cast<TunerContext*>(context);
+  auto* ctx = static_cast<TunerContext*>(context);
+  if (ctx != nullptr && ctx->ncclSlot != nullptr && tunerActivationCommFinalize != nullptr) {
+    tunerActivationCommFinalize(ctx->ncclSlot);
+  }
+  if (ctx != nullptr && ctx->chained.finalize != nullptr) ctx->chained.finalize(ctx->chained.context);
+  delete ctx;
   return ncclSuccess;
 }
 
@@ -158,6 +188,19 @@ std::string tunerOnlyNotice(const std::string& objectPath) {
          path + " to run small allreduces on Lamport kernels";
 }
 
+std::string tunerOnlyReason(int abiVersion, bool enabled, bool hooksWanted, const std::string& hooksWhy) {
+  if (!enabled) return "NCCL_LAMPORT_ENABLE=0";
+  if (abiVersion < 5) {
+    return "NCCL_TUNER_PLUGIN alone turns the path on with NCCL 2.28 or later (tuner ABI v5+); this NCCL "
+           "speaks tuner ABI v" + std::to_string(abiVersion) + ": use LD_PRELOAD";
+  }
+  if (!hooksWanted) return "tuner activation's entry hooks are off: NCCL_LAMPORT_TUNER_HOOKS=1 turns them on";
+  if (!hooksWhy.empty()) return "entry hooks not capable: " + hooksWhy;
+  return "entry hooks unavailable in this build";
+}
+
+bool tunerOnlyPathOff() { return gTunerOnlyPathOff.load(std::memory_order_acquire); }
+
 bool shouldSelfRegisterAsTuner(const char* ldPreload, const char* tunerPluginEnv,
                                const char* ourPath) {
   // A user's NCCL_TUNER_PLUGIN (another tuner, "none", or us by name) always wins.
@@ -192,6 +235,7 @@ bool preloadListNames(const char* ldPreload, const char* ourPath) {
 void resetTunerProcessStateForTest() {
   detail::gInterposerActive.store(false, std::memory_order_release);
   gTunerOnlyNoticeShown.store(false, std::memory_order_release);
+  gTunerOnlyPathOff.store(false, std::memory_order_release);
 }
 
 }  // namespace nccl_lamport

@@ -27,7 +27,7 @@ struct NvlDomainSummary {
 
 /** What NCCL tells the tuner about one communicator at init. */
 struct TunerCommInfo {
-  int abiVersion = 0;       // the tuner ABI version NCCL loaded (2..6)
+  int abiVersion = 0;       // the tuner ABI version NCCL loaded (2..7)
   bool hasCommId = false;   // v5+: NCCL passes its commHash (same on every rank)
   uint64_t commId = 0;
   size_t nRanks = 0;
@@ -38,8 +38,23 @@ struct TunerCommInfo {
 
 /** Our per-communicator state, handed to NCCL as the opaque tuner context. Immutable after
  *  init, so getCollInfo reads it from any thread without a lock. */
+/** The displaced tuner's per-communicator state (tuner/displaced_tuner.h): its context and the
+ *  two entry points we forward to (getCollInfo has one signature from v4 on). */
+struct ChainedTuner {
+  void* context = nullptr;
+  ncclResult_t (*getCollInfo)(void* context, int collType, size_t nBytes, int numPipeOps, float** costTable,
+                              int numAlgo, int numProto, int regBuff, int* nChannels) = nullptr;
+  ncclResult_t (*finalize)(void* context) = nullptr;
+};
+
 struct TunerContext {
   TunerCommInfo comm;
+  /** Where NCCL keeps this context (&comm->tunerContext): tuner activation's key for the
+   *  communicator's set-up (plugin/comm/tuner_setup.h); null when not from NCCL. */
+  const void* ncclSlot = nullptr;
+  /** The tuner ours displaced, initialised for this communicator (null entry points: none). It
+   *  answers after us, for everything we leave to NCCL. */
+  ChainedTuner chained;
 };
 
 /**
@@ -96,6 +111,27 @@ class CostTable {
  */
 ncclResult_t tunerInit(const TunerCommInfo& comm, NcclDebugLogger logger, void** context) noexcept;
 
+/** tunerInit for a call from NCCL, with an address inside the NCCL that called (the init's
+ *  return address): in a tuner-only process on tuner ABI v5+ (NCCL 2.28+), with
+ *  NCCL_LAMPORT_ENABLE and NCCL_LAMPORT_TUNER_HOOKS on, the first one installs tuner
+ *  activation's entry hooks in that NCCL (plugin/hooks/tuner_activation.h). */
+ncclResult_t tunerInitFromNccl(const TunerCommInfo& comm, NcclDebugLogger logger, void** context,
+                               const void* callerInNccl) noexcept;
+
+/** Defined only in the shared object (plugin/hooks/tuner_activation.cc), hence weak: installs
+ *  the entry hooks once per process; true when they are in place, else *why says why not. */
+__attribute__((weak)) bool activateFromTuner(const TunerCommInfo& comm, const void* callerInNccl,
+                                             std::string* why);
+
+/** Defined only in the shared object (plugin/hooks/tuner_activation.cc), hence weak: with the
+ *  hooks in, sets up the communicator whose context NCCL keeps at ncclSlot / forgets it. */
+__attribute__((weak)) void tunerActivationCommInit(const TunerCommInfo& comm, const void* ncclSlot);
+__attribute__((weak)) void tunerActivationCommFinalize(const void* ncclSlot);
+
+/** True when this process loaded us only as NCCL's tuner and no wrapper of ours is reachable
+ *  (no LD_PRELOAD, no entry hooks): ncclLamportIsActive() is then 0. */
+bool tunerOnlyPathOff();
+
 /**
  * One collective's tuning query. costTable may be null (tuner ABI v2 has none); nChannels is
  * never written. Always returns ncclSuccess; a null context is a no-op.
@@ -124,6 +160,11 @@ std::string ownObjectPath();
 
 /** The INFO line a tuner-only process gets, naming the object to preload. */
 std::string tunerOnlyNotice(const std::string& objectPath);
+
+/** Why a tuner-only process on this tuner ABI version has no Lamport path, for the notice:
+ *  activation by NCCL_TUNER_PLUGIN alone needs NCCL 2.28+ (tuner ABI v5). hooksWhy: why the
+ *  hooks were not installed, where that was the reason ("" otherwise). */
+std::string tunerOnlyReason(int abiVersion, bool enabled, bool hooksWanted, const std::string& hooksWhy);
 
 /**
  * True when ldPreload (an LD_PRELOAD value: entries separated by spaces or colons) names the

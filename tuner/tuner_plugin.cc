@@ -1,10 +1,13 @@
-// The exported NCCL tuner structs, one per ABI version, each a thin adapter over tuner_impl.
+// The exported NCCL tuner structs, one per ABI version (v2..v7), each a thin adapter over tuner_impl.
 //
 // NCCL dlsym()s "ncclTunerPlugin_vN" newest first and takes the first it finds, so every
 // release from 2.21 on finds a version it speaks. This file is compiled into the shared object
 // itself (and, for tests, into lamport_tuner_exports); every function here is hidden, only the
 // structs are exported.
+#include <string>
+
 #include "tuner/abi/tuner_abi.h"
+#include "tuner/displaced_tuner.h"
 #include "tuner/tuner_impl.h"
 
 #include <exception>
@@ -48,6 +51,34 @@ TunerCommInfo commInfoWithId(int abiVersion, uint64_t commId, size_t nRanks, siz
     comm.nvlDomains.maxRanksPerDomain = nvl->maxRanksPerNvlDomain;
   }
   return comm;
+}
+
+// Chains the tuner ours displaced (tuner/displaced_tuner.h) into this communicator's context:
+// its init gets exactly NCCL's arguments (same ABI version), its getCollInfo and finalize run
+// after ours (tuner_impl.cc). A failing init leaves it out for this communicator.
+template <typename Table, typename CallInit>
+void chainDisplaced(int version, void** context, CallInit callInit) {
+  if (context == nullptr || *context == nullptr) return;
+  std::string source;
+  const Table* table = nullptr;
+  try {
+    table = static_cast<const Table*>(displacedTuner(version, ownObjectPath(), &source));
+  } catch (...) {
+    return;  // nothing may cross the C ABI
+  }
+  if (table == nullptr || table->init == nullptr || table->getCollInfo == nullptr || table->finalize == nullptr) return;
+  void* inner = nullptr;
+  if (callInit(table, &inner) != ncclSuccess) {
+    LAMPORT_INFO(kSubsysTuning, "tuner: the tuner ours displaced (%s) failed its init: NCCL tunes this "
+                 "communicator alone", source.c_str());
+    return;
+  }
+  auto* ctx = static_cast<TunerContext*>(*context);
+  ctx->chained.context = inner;
+  ctx->chained.getCollInfo = reinterpret_cast<decltype(ctx->chained.getCollInfo)>(table->getCollInfo);
+  ctx->chained.finalize = table->finalize;
+  LAMPORT_INFO(kSubsysTuning, "tuner: %s (%s, tuner ABI v%d) keeps answering behind ours",
+               table->name != nullptr ? table->name : "a tuner", source.c_str(), version);
 }
 
 // NCCL passes float[numAlgo][numProto] as float**; the pointer is the first float.
@@ -104,8 +135,13 @@ ncclResult_t getCollInfoV4(void* context, abi::TunerFunc collType, size_t nBytes
 // ---- v5: NCCL 2.28 - 2.29 -----------------------------------------------------------------
 ncclResult_t initV5(void** context, uint64_t commId, size_t nRanks, size_t nNodes,
                     abi::TunerLogger logger, abi::NvlDomainInfoV5* nvlDomainInfo,
-                    abi::TunerConstantsV5* /*constants: left as NCCL set them*/) try {
-  return tunerInit(commInfoWithId(5, commId, nRanks, nNodes, nvlDomainInfo), logger, context);
+                    abi::TunerConstantsV5* constants /* ours leaves it as NCCL set it */) try {
+  tunerInitFromNccl(commInfoWithId(5, commId, nRanks, nNodes, nvlDomainInfo), logger, context,
+                    __builtin_return_address(0));
+  chainDisplaced<abi::TunerV5>(5, context, [&](const abi::TunerV5* t, void** inner) {
+    return t->init(inner, commId, nRanks, nNodes, logger, nvlDomainInfo, constants);
+  });
+  return ncclSuccess;
 } catch (...) {
   return tunerException("initV5", ncclInternalError);
 }
@@ -113,10 +149,29 @@ ncclResult_t initV5(void** context, uint64_t commId, size_t nRanks, size_t nNode
 // ---- v6: NCCL 2.30+ -----------------------------------------------------------------------
 ncclResult_t initV6(void** context, uint64_t commId, size_t nRanks, size_t nNodes,
                     abi::TunerLogger logger, abi::NvlDomainInfoV6* nvlDomainInfo,
-                    abi::TunerConstantsV6* /*constants: left as NCCL set them*/) try {
-  return tunerInit(commInfoWithId(6, commId, nRanks, nNodes, nvlDomainInfo), logger, context);
+                    abi::TunerConstantsV6* constants /* ours leaves it as NCCL set it */) try {
+  tunerInitFromNccl(commInfoWithId(6, commId, nRanks, nNodes, nvlDomainInfo), logger, context,
+                    __builtin_return_address(0));
+  chainDisplaced<abi::TunerV6>(6, context, [&](const abi::TunerV6* t, void** inner) {
+    return t->init(inner, commId, nRanks, nNodes, logger, nvlDomainInfo, constants);
+  });
+  return ncclSuccess;
 } catch (...) {
   return tunerException("initV6", ncclInternalError);
+}
+
+// ---- v7: NCCL 2.32+ (v6 with a fifth compute-capability row in the constants) ---------------
+ncclResult_t initV7(void** context, uint64_t commId, size_t nRanks, size_t nNodes,
+                    abi::TunerLogger logger, abi::NvlDomainInfoV7* nvlDomainInfo,
+                    abi::TunerConstantsV7* constants /* ours leaves it as NCCL set it */) try {
+  tunerInitFromNccl(commInfoWithId(7, commId, nRanks, nNodes, nvlDomainInfo), logger, context,
+                    __builtin_return_address(0));
+  chainDisplaced<abi::TunerV7>(7, context, [&](const abi::TunerV7* t, void** inner) {
+    return t->init(inner, commId, nRanks, nNodes, logger, nvlDomainInfo, constants);
+  });
+  return ncclSuccess;
+} catch (...) {
+  return tunerException("initV7", ncclInternalError);
 }
 
 ncclResult_t finalize(void* context) try {
@@ -162,7 +217,7 @@ extern "C" LAMPORT_TUNER_EXPORT const lamport_abi::TunerV5 ncclTunerPlugin_v5 = 
     /*finalize=*/nccl_lamport::finalize,
 };
 
-/** NCCL 2.30 and later (releases with a newer ABI still load v6). */
+/** NCCL 2.30 - 2.31 (2.32 takes v7 first). */
 extern "C" LAMPORT_TUNER_EXPORT const lamport_abi::TunerV6 ncclTunerPlugin_v6 = {
     /*name=*/nccl_lamport::kTunerName,
     /*init=*/nccl_lamport::initV6,
@@ -172,3 +227,12 @@ extern "C" LAMPORT_TUNER_EXPORT const lamport_abi::TunerV6 ncclTunerPlugin_v6 = 
     /*getChunkSize=*/nullptr,
 };
 
+
+/** NCCL 2.32 and later. */
+extern "C" LAMPORT_TUNER_EXPORT const lamport_abi::TunerV7 ncclTunerPlugin_v7 = {
+    /*name=*/nccl_lamport::kTunerName,
+    /*init=*/nccl_lamport::initV7,
+    /*getCollInfo=*/nccl_lamport::getCollInfoV4,
+    /*finalize=*/nccl_lamport::finalize,
+    /*getChunkSize=*/nullptr,
+};

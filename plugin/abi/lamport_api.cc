@@ -7,6 +7,7 @@
 #include "plugin/comm/comm_registry.h"
 #include "plugin/abi/export.h"
 #include "plugin/interpose/interpose_state.h"
+#include "tuner/tuner_impl.h"
 
 using namespace nccl_lamport;
 
@@ -14,8 +15,11 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclLamportGetAllReducePath(ncclComm_t comm, si
                                                              ncclRedOp_t op, ncclLamportPath_t* path) try {
   if (path == nullptr) return ncclInvalidArgument;
   const std::shared_ptr<LamportComm> lc = comm != nullptr ? CommRegistry::instance().find(comm) : nullptr;
-  *path = pathFor(lc.get(), count, datatype, op) == AllReducePath::kLamportOneShot ? ncclLamportPathOneShot
-                                                                              : ncclLamportPathNccl;
+  switch (pathFor(lc.get(), count, datatype, op)) {
+    case AllReducePath::kLamportOneShot: *path = ncclLamportPathOneShot; break;
+    case AllReducePath::kLamportTwoShot: *path = ncclLamportPathTwoShot; break;
+    default: *path = ncclLamportPathNccl; break;
+  }
   return ncclSuccess;
 } catch (...) {
   return resultOfException("ncclLamportGetAllReducePath");
@@ -40,4 +44,6 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclLamportGetCommInfo(ncclComm_t comm, ncclLam
   return resultOfException("ncclLamportGetCommInfo");
 }
 
-NCCL_LAMPORT_EXPORT int ncclLamportIsActive(void) { return interposerEnabled() ? 1 : 0; }
+// Active: our wrappers are in NCCL's call path (preloaded, loaded as NCCL, or tuner activation's
+// hooks) and not switched off. A process that loaded us only as NCCL's tuner, without hooks, is not.
+NCCL_LAMPORT_EXPORT int ncclLamportIsActive(void) { return interposerEnabled() && !tunerOnlyPathOff() ? 1 : 0; }

@@ -85,10 +85,6 @@ struct LamportComm {
  */
 ncclResult_t lamportAsyncError(LamportComm& lc);
 
-/** Frees lc's workspace, peer mappings, host flags and event (plugin/comm/comm_teardown.cc). Only
- *  once no kernel of ours can still use them. */
-void releaseResources(LamportComm& lc);
-
 /** Process-wide registry. All methods are thread-safe. */
 class CommRegistry {
  public:

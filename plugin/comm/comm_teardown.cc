@@ -1,5 +1,7 @@
 // Tear-down of accelerated communicators: abort requests, finalize, hand-over to NCCL, and the
 // release of a workspace once no kernel of ours can still use it.
+#include "plugin/comm/comm_teardown.h"
+
 #include <cuda_runtime_api.h>
 
 #include <atomic>
@@ -13,7 +15,6 @@
 #include "common/config.h"
 #include "plugin/comm/cuda_guards.h"
 #include "common/log.h"
-#include "plugin/comm/workspace_setup.h"
 
 namespace nccl_lamport {
 

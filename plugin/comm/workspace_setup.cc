@@ -19,6 +19,7 @@
 #include "kernels/lamport_allreduce.h"
 #include "plugin/abi/entry_guard.h"
 #include "plugin/comm/comm_registry.h"
+#include "plugin/comm/comm_teardown.h"
 #include "common/config.h"
 #include "plugin/comm/cuda_guards.h"
 #include "plugin/transport/fd_exchange.h"
@@ -411,13 +412,16 @@ void fillLaunchTemplate(LamportComm& lc, uint64_t timeoutMs) {
   args.timeoutNs = timeoutMs * 1000000ull;
 }
 
-void publish(SetupState& s, bool allOk) {
+// Fills in the verdict (eligible or not, the reason, the launch template) and logs it once.
+void decide(SetupState& s, bool allOk) {
   LamportComm& lc = *s.lc;
   if (allOk) {
     fillLaunchTemplate(lc, globalConfig().timeoutMs);
     // The agreed slot (minimum over ranks) is the crossover: identical on every rank even if
     // their environments differ, so no two ranks route one call differently.
     lc.table.oneShotMaxBytes = lc.launchTemplate.layout.slotBytes;
+    lc.table.twoShotMaxBytes = agreedTwoShotMaxBytes(lc.nRanks, s.smArch, globalConfig().twoShotMaxBytes,
+                                                     lc.table.oneShotMaxBytes, lc.launchTemplate.layout.slotBytes);
     lc.eligible = true;
     lc.reason = "Lamport one-shot up to " + std::to_string(lc.table.oneShotMaxBytes) + " bytes";
     LAMPORT_INFO(kSubsysInit,
@@ -432,6 +436,10 @@ void publish(SetupState& s, bool allOk) {
     LAMPORT_INFO(kSubsysInit, "comm %p rank %d nRanks %d cudaDev %d: Lamport OFF, every call goes to NCCL: %s",
                  static_cast<void*>(lc.comm), lc.rank, lc.nRanks, lc.cudaDev, lc.reason.c_str());
   }
+}
+
+void publish(SetupState& s, bool allOk) {
+  decide(s, allOk);
   CommRegistry::instance().insert(std::move(s.lc));
 }
 
@@ -550,6 +558,56 @@ void setupWorkspaces(const std::vector<ncclComm_t>& comms, const SetupOptions& o
     publish(*s, s->proceed && s->localOk);
   }
   states.clear();
+}
+
+std::unique_ptr<LamportComm> setupWorkspaceOverExchange(int nRanks, int cudaDev, SetupExchange& exchange) {
+  const Config& config = globalConfig();
+  RestoreCurrentDevice callerDevice;
+  auto s = std::make_unique<SetupState>();
+  s->lc = std::make_unique<LamportComm>();
+  s->lc->nRanks = nRanks;
+  s->lc->cudaDev = cudaDev;
+  if (nRanks < 2) {
+    s->lc->reason = "single-rank communicator";
+    return std::move(s->lc);
+  }
+  prepareLocal(*s, config);
+  // Round 1: every rank's record, in the exchange's order; our place in it is our rank.
+  std::vector<uint8_t> all;
+  int index = -1;
+  std::string why;
+  if (exchange.allGather(&s->mine, sizeof(ExchangeRecord), &all, &index, &why) &&
+      all.size() == sizeof(ExchangeRecord) * static_cast<size_t>(nRanks) && index >= 0 && index < nRanks) {
+    s->lc->rank = index;
+    s->records.resize(nRanks);
+    memcpy(s->records.data(), all.data(), all.size());
+    decideFromRecords(*s);
+  } else {
+    s->why = why.empty() ? std::string("the exchange of workspace records failed") : why;
+  }
+  if (s->proceed) {
+    startServing(*s);
+    mapPeers(*s, config);
+    finishLocal(*s);
+    // Round 2: one ok word per rank (every rank that got here takes part).
+    OkRecord mine{};
+    mine.ok = s->localOk ? 1 : 0;
+    bool allOk = exchange.allGather(&mine, sizeof(mine), &all, &index, &why) &&
+                 all.size() == sizeof(OkRecord) * static_cast<size_t>(nRanks);
+    if (!allOk && s->why.empty()) s->why = why;
+    for (int r = 0; allOk && r < nRanks; ++r) {
+      OkRecord rec;
+      memcpy(&rec, all.data() + r * sizeof(OkRecord), sizeof(rec));
+      if (!rec.ok) {
+        allOk = false;
+        if (s->why.empty()) s->why = "a peer could not map its peers";
+      }
+    }
+    s->localOk = allOk;
+  }
+  cudaSetDevice(cudaDev);
+  decide(*s, s->proceed && s->localOk);
+  return std::move(s->lc);
 }
 
 }  // namespace nccl_lamport

@@ -1,4 +1,4 @@
-// Workspace set-up and tear-down for communicators (SPEC 4.3 - 4.5).
+// Workspace set-up for communicators (SPEC 4.3, 4.4); tear-down is plugin/comm/comm_teardown.h.
 //
 // setupWorkspaces() is the one place where ranks talk to each other outside the user's calls. It
 // must run at a point that is the same on every rank and outside any group and any stream
@@ -19,7 +19,10 @@
 
 #include <nccl.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "plugin/comm/setup_control.h"
@@ -33,28 +36,27 @@ struct LamportComm;
  *  options.control is cancelled. Never throws. */
 void setupWorkspaces(const std::vector<ncclComm_t>& comms, const SetupOptions& options = {});
 
+/** The two all-gather rounds of the set-up over something other than the communicator itself
+ *  (tuner activation: the host rendezvous, plugin/comm/tuner_setup.h). */
+class SetupExchange {
+ public:
+  virtual ~SetupExchange() = default;
+  /** Gathers `bytes` from every rank: *all gets nRanks blocks in one order that is the same on
+   *  every rank, *index this rank's place in it. False (with *why) when not every rank took part;
+   *  then it is false on every rank. */
+  virtual bool allGather(const void* mine, size_t bytes, std::vector<uint8_t>* all, int* index, std::string* why) = 0;
+};
+
+/**
+ * The set-up of setupWorkspaces for one communicator whose handle is not known yet (inside the
+ * tuner's init, SPEC 4a), with both rounds over `exchange`: nRanks ranks, this rank's device
+ * cudaDev; this rank's rank is its place in the exchange's order (the same order on every rank,
+ * hence the same reduction order). Returns the entry, eligible or not, NOT registered: it is
+ * bound to its handle at the handle's first hooked call. Never throws.
+ */
+std::unique_ptr<LamportComm> setupWorkspaceOverExchange(int nRanks, int cudaDev, SetupExchange& exchange);
+
 /** Registers comm as known but never accelerated, with a reason (logged once at INFO). */
 void registerIneligible(ncclComm_t comm, const char* reason, bool nonBlocking = false);
-
-// Tear-down (plugin/comm/comm_teardown.cc).
-
-/** Asks any Lamport kernel of comm that is waiting for peers to stop (ncclCommAbort). */
-void requestAbort(ncclComm_t comm);
-
-/** Marks comm finalized (ncclCommFinalize): its later calls all go to NCCL. */
-void markFinalized(ncclComm_t comm);
-
-/** ncclCommRevoke, ncclCommShrink with NCCL_SHRINK_ABORT: stops our waiting kernels, sends every
- *  later call to NCCL, and leaves the error state to NCCL (an interrupted kernel is not an error). */
-void handOverToNccl(ncclComm_t comm);
-
-/** Forgets comm; once its device is idle (bounded wait: 2 s when aborting, the kernel timeout
- *  otherwise), unmaps and frees its workspace, else keeps it mapped (WARN). Safe for unknown
- *  communicators. */
-void releaseComm(ncclComm_t comm, bool aborting);
-
-/** releaseComm for an entry already out of the registry (or never to be looked up by handle
- *  again: ncclCommAbort / ncclCommDestroy after NCCL freed it); null is a no-op. */
-void releaseCommEntry(std::shared_ptr<LamportComm> lc, bool aborting);
 
 }  // namespace nccl_lamport

@@ -16,6 +16,7 @@
 #include "plugin/comm/cuda_guards.h"
 #include "plugin/comm/deferred_setup.h"
 #include "plugin/abi/export.h"
+#include "plugin/hooks/tuner_activation.h"
 #include "plugin/interpose/interpose_state.h"
 #include "common/log.h"
 #include "plugin/loader/real_nccl.h"
@@ -25,12 +26,11 @@ namespace nccl_lamport {
 
 namespace {
 
+// Only called for datatypes routeAllReduce accepted, which lamportDataTypeOf maps.
 LamportDataType toLamportType(ncclDataType_t datatype) {
-  switch (datatype) {
-    case ncclFloat16: return LamportDataType::kFloat16;
-    case ncclBfloat16: return LamportDataType::kBFloat16;
-    default: return LamportDataType::kFloat32;
-  }
+  LamportDataType type = LamportDataType::kFloat32;
+  lamportDataTypeOf(datatype, &type);
+  return type;
 }
 
 /** The capture id of stream (0 when it is not capturing), or false if CUDA cannot tell. */
@@ -81,9 +81,9 @@ bool ncclReportsReady(ncclComm_t comm) {
   return getAsyncError == nullptr || (getAsyncError(comm, &state) == ncclSuccess && state == ncclSuccess);
 }
 
-/** Runs one allreduce on the Lamport kernel of lc, on lc's device, leaving the caller's current
- *  device as it was. */
-ncclResult_t launchOneShot(LamportComm& lc, const void* sendbuff, void* recvbuff, size_t count,
+/** Runs one allreduce on the Lamport kernel of `path` (one-shot or two-shot) of lc, on lc's
+ *  device, leaving the caller's current device as it was. */
+ncclResult_t launchLamport(LamportComm& lc, AllReducePath path, const void* sendbuff, void* recvbuff, size_t count,
                            ncclDataType_t datatype, ncclRedOp_t op, cudaStream_t stream) {
   ncclResult_t asyncError = lamportAsyncError(lc);
   if (asyncError != ncclSuccess) return asyncError;
@@ -99,6 +99,7 @@ ncclResult_t launchOneShot(LamportComm& lc, const void* sendbuff, void* recvbuff
   args.count = count;
   args.datatype = toLamportType(datatype);
   args.op = op == ncclAvg ? LamportReduceOp::kAvg : LamportReduceOp::kSum;
+  args.variant = path == AllReducePath::kLamportTwoShot ? LamportKernelVariant::kTwoShot : LamportKernelVariant::kFast;
 
   cudaError_t err;
   {
@@ -125,9 +126,9 @@ ncclResult_t launchOneShot(LamportComm& lc, const void* sendbuff, void* recvbuff
   }
   lc.lamportCalls.fetch_add(1, std::memory_order_relaxed);
   // Like NCCL's own per-collective line: INFO, subsystem COLL (NCCL_DEBUG_SUBSYS=COLL shows it).
-  LAMPORT_INFO(kSubsysColl, "AllReduce comm %p rank %d count %zu datatype %d op %d stream %p: Lamport one-shot",
+  LAMPORT_INFO(kSubsysColl, "AllReduce comm %p rank %d count %zu datatype %d op %d stream %p: Lamport %s",
                static_cast<void*>(lc.comm), lc.rank, count, static_cast<int>(datatype), static_cast<int>(op),
-               static_cast<void*>(stream));
+               static_cast<void*>(stream), path == AllReducePath::kLamportTwoShot ? "two-shot" : "one-shot");
   return ncclSuccess;
 }
 
@@ -158,6 +159,11 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvb
   if (lc == nullptr && comm != nullptr && interposerEnabled() && adoptPendingChild(comm)) {
     lc = CommRegistry::instance().find(comm);
   }
+  // Tuner activation: a communicator seen for the first time is bound here.
+  if (lc == nullptr && comm != nullptr && interposerEnabled() && tunerHooksInstalled()) {
+    bindHookedComm(comm);
+    lc = CommRegistry::instance().find(comm);
+  }
   if (lc != nullptr && lc->setupPending.load(std::memory_order_acquire)) {
     // Used before our ncclCommGetAsyncError reported it ready. Not ready for NCCL either: NCCL's
     // answer. Ready for NCCL: our set-up thread may be using the communicator, so wait for it;
@@ -173,12 +179,12 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvb
   // Null buffers are invalid arguments: NCCL reports them with its own code and message. So is a
   // communicator NCCL has marked failed (or has an operation in progress on): NCCL answers every
   // collective with that state first (ncclCommEnsureReady), so it gets the call.
-  if (pathFor(lc.get(), count, datatype, op) != AllReducePath::kLamportOneShot || sendbuff == nullptr ||
-      recvbuff == nullptr || !ncclReportsReady(comm)) {
+  const AllReducePath path = pathFor(lc.get(), count, datatype, op);
+  if (path == AllReducePath::kNccl || sendbuff == nullptr || recvbuff == nullptr || !ncclReportsReady(comm)) {
     lc->ncclCalls.fetch_add(1, std::memory_order_relaxed);
     return real(sendbuff, recvbuff, count, datatype, op, comm, stream);
   }
-  return launchOneShot(*lc, sendbuff, recvbuff, count, datatype, op, stream);
+  return launchLamport(*lc, path, sendbuff, recvbuff, count, datatype, op, stream);
 } catch (...) {
   return resultOfException("ncclAllReduce");
 }

@@ -14,9 +14,11 @@
 
 #include "plugin/abi/entry_guard.h"
 #include "plugin/comm/comm_registry.h"
+#include "plugin/comm/comm_teardown.h"
 #include "common/config.h"
 #include "plugin/comm/deferred_setup.h"
 #include "plugin/abi/export.h"
+#include "plugin/hooks/tuner_activation.h"
 #include "plugin/interpose/interpose_state.h"
 #include "common/log.h"
 #include "plugin/loader/real_nccl.h"
@@ -61,6 +63,9 @@ void onCommCreated(ncclResult_t result, ncclComm_t comm, bool blocking) noexcept
   // From the first communicator on, NCCL has initialised CUDA: our log lines may ask for the
   // device (before, they never touch CUDA and print [-1]).
   setLogDeviceQuery(currentCudaDevice);
+  // Tuner activation: these set-up points are not the same on every rank in that mode (a rank's
+  // first communicator was created before its hooks); the comm is bound at its first call.
+  if (tunerHooksInstalled()) return;
   if (!blocking) {
     if (tGroupDepth > 0) {
       tNonBlockingCreatedInGroup.push_back(comm);
@@ -85,6 +90,8 @@ constexpr uint64_t kAbortWaitMs = 2000;
  *  ends (NCCL 2.28), so it is picked up later (plugin/comm/deferred_setup.h, watchPendingChild). */
 void onChildCreated(ncclResult_t result, ncclComm_t parent, ncclComm_t* newcomm, bool blocking) {
   if (newcomm == nullptr) return;
+  // Tuner activation: the child was set up inside the tuner's init; no pending-child watch.
+  if (tunerHooksInstalled()) return;
   // NCCL 2.28 returns ncclSuccess or ncclInProgress here and writes the child later, from its own
   // thread: read it atomically (ThreadSanitizer saw the plain read race with that write).
   const ncclComm_t child = __atomic_load_n(newcomm, __ATOMIC_ACQUIRE);
@@ -179,6 +186,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, co
   ncclResult_t result = real(comms, ndev, devlist);
   if ((result != ncclSuccess && result != ncclInProgress) || comms == nullptr) return result;
   std::vector<ncclComm_t> created(comms, comms + ndev);
+  if (tunerHooksInstalled()) return result;  // as onCommCreated
   if (!isBlocking(nullptr, true)) {
     if (tGroupDepth > 0) {
       tNonBlockingCreatedInGroup.insert(tNonBlockingCreatedInGroup.end(), created.begin(), created.end());
@@ -347,6 +355,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclGroupStart() try {
 }
 
 static void endGroup(ncclResult_t result, bool runSetup) noexcept try {
+  runSetup = runSetup && !tunerHooksInstalled();  // as onCommCreated
   if (tGroupDepth > 0) --tGroupDepth;
   if (tGroupDepth > 0) return;
   std::vector<ncclComm_t> nonBlocking;

@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <atomic>
+#include <cstring>
 #include <string>
 
 #include "plugin/loader/audit_protocol.h"
@@ -230,9 +232,40 @@ const RealLibrary& realLibrary() {
   return lib;
 }
 
+// Tuner activation: the NCCL whose entries are hooked, and the trampolines of those entries.
+std::atomic<void*> gHookedHandle{nullptr};
+constexpr const char* kHookable[] = {
+    "ncclAllReduce",       "ncclCommInitRank",      "ncclCommInitRankConfig", "ncclCommInitRankScalable",
+    "ncclCommInitAll",     "ncclCommSplit",         "ncclCommShrink",         "ncclCommFinalize",
+    "ncclCommDestroy",     "ncclCommAbort",         "ncclCommRevoke",         "ncclCommGetAsyncError",
+    "ncclGroupStart",      "ncclGroupEnd",          "ncclGroupSimulateEnd"};
+constexpr size_t kHookableCount = sizeof(kHookable) / sizeof(kHookable[0]);
+void* gHookedOriginal[kHookableCount] = {};
+
+void* lookUpHooked(void* handle, const char* name) {
+  if (void** slot = hookedOriginalSlot(name)) {
+    void* trampoline = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (trampoline != nullptr) return trampoline;
+  }
+  const std::string profName = std::string("p") + name;
+  void* fn = dlsym(handle, profName.c_str());
+  if (fn == nullptr) fn = dlsym(handle, name);
+  return isOwnAddress(fn) ? nullptr : fn;
+}
+
 }  // namespace
 
+void useHookedNccl(void* handle) { gHookedHandle.store(handle, std::memory_order_release); }
+
+void** hookedOriginalSlot(const char* name) {
+  for (size_t i = 0; i < kHookableCount; ++i) {
+    if (std::strcmp(kHookable[i], name) == 0) return &gHookedOriginal[i];
+  }
+  return nullptr;
+}
+
 void* resolveRealNccl(const char* name) {
+  if (void* hooked = gHookedHandle.load(std::memory_order_acquire)) return lookUpHooked(hooked, name);
   const RealLibrary& lib = realLibrary();
   void* fn = lookUp(lib, name);
   if (fn == nullptr && lib.source != Source::kNone) {
@@ -241,7 +274,10 @@ void* resolveRealNccl(const char* name) {
   return fn;
 }
 
-bool realNcclHasProfilingApi() { return realLibrary().profilingApi; }
+bool realNcclHasProfilingApi() {
+  // The hooked NCCL is 2.28+ (tuner ABI v5), which has the aliases.
+  return gHookedHandle.load(std::memory_order_acquire) != nullptr || realLibrary().profilingApi;
+}
 
 const char* ncclErrorText(ncclResult_t result) {
   static const auto real = reinterpret_cast<decltype(&ncclGetErrorString)>(resolveRealNccl("ncclGetErrorString"));

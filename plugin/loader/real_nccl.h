@@ -35,6 +35,17 @@ void* resolveRealNccl(const char* name);
  *  The first call may dlopen NCCL. */
 bool realNcclHasProfilingApi();
 
+/**
+ * Tuner activation (plugin/hooks/tuner_activation.h): from now on every name resolves in the
+ * library of `handle` (the NCCL that loaded the tuner), and a hooked name to its trampoline as
+ * published in hookedOriginalSlot(name). Call with null to undo (when installing failed).
+ */
+void useHookedNccl(void* handle);
+
+/** The slot where the trampoline of `name` is published before its entry is hooked, or null
+ *  when `name` is not one of the hookable functions (nccl_api hook list of tuner_activation). */
+void** hookedOriginalSlot(const char* name);
+
 /** NCCL's text for a result code, through the real ncclGetErrorString when there is one. */
 const char* ncclErrorText(ncclResult_t result);
 

@@ -37,7 +37,7 @@ const DriverApi* driverApi() {
               load("cuMemExportToShareableHandle", &table.memExportToShareableHandle) &&
               load("cuMemImportFromShareableHandle", &table.memImportFromShareableHandle) &&
               load("cuDeviceGetAttribute", &table.deviceGetAttribute) &&
-              load("cuGetErrorString", &table.getErrorString);
+              load("cuGetErrorString", &table.getErrorString) && load("cuCtxGetDevice", &table.ctxGetDevice);
     return ok ? &table : nullptr;
   }();
   return api;

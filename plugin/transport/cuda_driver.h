@@ -23,6 +23,9 @@ struct DriverApi {
   CUresult (*memImportFromShareableHandle)(CUmemGenericAllocationHandle*, void*, CUmemAllocationHandleType);
   CUresult (*deviceGetAttribute)(int*, CUdevice_attribute, CUdevice);
   CUresult (*getErrorString)(CUresult, const char**);
+  /** The device of the calling thread's current context (tuner activation: the context NCCL's
+   *  init thread made current, whichever CUDA runtime instance made it). */
+  CUresult (*ctxGetDevice)(CUdevice*);
 };
 
 /** The table, resolved once (thread-safe); null if the driver lacks any of them (WARN once). */

@@ -424,6 +424,20 @@ TEST(LamportLaunchValidation, RejectsBadArguments) {
   expectInvalid("fast block size not a multiple of 32", [](LamportOneShotArgs& a) { a.blockThreads = 100; });
   expectInvalid("fast block size above 512", [](LamportOneShotArgs& a) { a.blockThreads = 544; });
   expectInvalid("fast block size below 32", [](LamportOneShotArgs& a) { a.blockThreads = 16; });
+  expectInvalid("negative residency share", [](LamportOneShotArgs& a) { a.residencyShare = -1; });
+  // Two-shot: 2 chunks of ceil(vectors / nRanks) must fit a slot; 4 ranks, 1024-byte slot.
+  {
+    LamportOneShotArgs a = good;
+    a.variant = LamportKernelVariant::kTwoShot;
+    a.count = 512;  // 64 vectors, chunks of 16 (256 bytes), 512 <= 1024
+    EXPECT_EQ(lamportOneShotGridBlocks(a), 1);
+    a.layout.slotBytes = 496;  // 31 vectors: count 248 -> 31 vectors, chunks of 8 -> 256 <= 496
+    a.count = 248;
+    EXPECT_GT(lamportOneShotGridBlocks(a), 0);
+    a.layout = LamportLayout{4, 16};  // one vector: a chunk of 1, 2 x 16 > 16
+    a.count = 8;
+    EXPECT_EQ(lamportOneShotGridBlocks(a), 0) << "two-shot chunks that do not fit the slot";
+  }
   EXPECT_EQ(lamportOneShotGridBlocks([&] { LamportOneShotArgs a = good; a.blockThreads = 100; return a; }()), 0);
   for (int threads : {32, 128, 256, 512}) {
     LamportOneShotArgs a = good;
@@ -780,6 +794,111 @@ TEST_P(GpuLamportRanks, CorrectAndRotates) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Gpu, GpuLamportRanks, ::testing::Values(3, 4, 5, 8));
+
+// ---------------------------------------------------------------------------------------------
+// Two-shot (LamportKernelVariant::kTwoShot): unrolled 4 and 8, generic 3 and 5
+// ---------------------------------------------------------------------------------------------
+
+class GpuLamportTwoShot : public ::testing::TestWithParam<int> {};
+
+TEST_P(GpuLamportTwoShot, CorrectAndRotatesWithOneShotRounds) {
+  SKIP_WITHOUT_GPU();
+  World w;
+  ASSERT_NO_FATAL_FAILURE(w.init(GetParam(), kIoBytes));
+  w.variant = LamportKernelVariant::kTwoShot;
+  std::mt19937 rng(100 + GetParam());
+  for (LamportDataType t : kTypes) {
+    std::vector<CallSpec> calls;
+    for (LamportReduceOp op : kOps) {
+      for (size_t count : {size_t{1}, size_t{9}, size_t{1000}, size_t{4097}, size_t{65537}, kSlotBytes / elemBytes(t)}) {
+        calls.push_back(CallSpec{t, op, count, 0, 0, false, Values::kRandom});
+        calls.push_back(CallSpec{t, op, count, 2, elemBytes(t), false, Values::kSpecial});
+        calls.push_back(CallSpec{t, op, count, 0, 2, true, Values::kRandom});
+      }
+    }
+    for (size_t i = 0; i < calls.size(); i += 12) {
+      std::vector<CallSpec> batch(calls.begin() + i, calls.begin() + std::min(calls.size(), i + 12));
+      ASSERT_NO_FATAL_FAILURE(runBatch(w, batch, rng)) << typeName(t);
+    }
+  }
+  // The largest two-shot message: nRanks / 2 slots (two chunks per slot).
+  const size_t capacityBytes = kSlotBytes / 32 * GetParam() * 16;
+  for (LamportDataType t : kTypes) {
+    ASSERT_NO_FATAL_FAILURE(runBatch(w, {CallSpec{t, LamportReduceOp::kSum, capacityBytes / elemBytes(t), 0, 0, false, Values::kRandom}}, rng));
+  }
+  // Two-shot and one-shot rounds alternate on the same workspace (shared rotation and dirty state).
+  for (int batch = 0; batch < 6; ++batch) {
+    w.variant = batch % 2 ? LamportKernelVariant::kFast : LamportKernelVariant::kTwoShot;
+    ASSERT_NO_FATAL_FAILURE(runBatch(w, randomCalls(40, rng, 100000), rng)) << "batch " << batch;
+  }
+  w.expectNoErrors();
+}
+
+// A partial sum that rounds to -0.0 (the empty sentinel) must be re-sanitized before the
+// all-gather publishes it, or the peers poll it until the timeout: avg of (negative smallest
+// subnormal, +0, ...) is -tiny / nRanks, which rounds to -0 in every datatype.
+TEST_P(GpuLamportTwoShot, ReducedNegativeZeroIsResanitized) {
+  SKIP_WITHOUT_GPU();
+  World w;
+  ASSERT_NO_FATAL_FAILURE(w.init(GetParam(), 1 << 20));
+  w.variant = LamportKernelVariant::kTwoShot;
+  w.timeoutNs = 2ull * 1000 * 1000 * 1000;
+  for (LamportDataType t : kTypes) {
+    const CallSpec c{t, LamportReduceOp::kAvg, 4099};
+    const uint32_t tiny = t == LamportDataType::kFloat32 ? 0x80000001u : 0x8001u;
+    std::vector<std::vector<uint8_t>> inputs(w.nRanks, std::vector<uint8_t>(c.count * elemBytes(t), 0));
+    // 16-bit types: only the high element of each 32-bit word, so the reduced word is exactly
+    // (-0.0, +0.0) = 0x80000000, the sentinel; fp32: every element.
+    for (size_t i = elemBytes(t) == 4 ? 0 : 1; i < c.count; i += elemBytes(t) == 4 ? 1 : 2) {
+      std::memcpy(inputs[0].data() + i * elemBytes(t), &tiny, elemBytes(t));
+    }
+    for (int r = 0; r < w.nRanks; ++r) {
+      CUDA_ASSERT(cudaSetDevice(w.ranks[r].device));
+      CUDA_ASSERT(cudaMemcpy(w.ranks[r].send, inputs[r].data(), inputs[r].size(), cudaMemcpyHostToDevice));
+      CUDA_ASSERT(cudaMemset(w.ranks[r].recv, 0xff, inputs[r].size() + kPad));
+    }
+    for (int r = 0; r < w.nRanks; ++r) ASSERT_NO_FATAL_FAILURE(w.launch(r, w.args(r, w.ranks[r].send, w.ranks[r].recv, c)));
+    ASSERT_NO_FATAL_FAILURE(w.syncAll());
+    w.expectNoErrors();
+    ASSERT_NO_FATAL_FAILURE(checkPrepared(w, c, inputs)) << typeName(t);
+  }
+}
+
+TEST_P(GpuLamportTwoShot, GraphReplays) {
+  SKIP_WITHOUT_GPU();
+  World w;
+  ASSERT_NO_FATAL_FAILURE(w.init(GetParam(), kIoBytes));
+  w.variant = LamportKernelVariant::kTwoShot;
+  const CallSpec c{LamportDataType::kBFloat16, LamportReduceOp::kSum, 100003};
+  std::vector<cudaGraphExec_t> execs(w.nRanks);
+  for (int r = 0; r < w.nRanks; ++r) {
+    SimRank& k = w.ranks[r];
+    CUDA_ASSERT(cudaSetDevice(k.device));
+    CUDA_ASSERT(cudaStreamBeginCapture(k.stream, cudaStreamCaptureModeRelaxed));
+    for (int i = 0; i < 3; ++i) CUDA_ASSERT(launchLamportOneShot(w.args(r, k.send, k.recv, c), k.stream));
+    cudaGraph_t graph;
+    CUDA_ASSERT(cudaStreamEndCapture(k.stream, &graph));
+    CUDA_ASSERT(cudaGraphInstantiate(&execs[r], graph, 0));
+    CUDA_ASSERT(cudaGraphDestroy(graph));
+  }
+  std::mt19937 rng(3);
+  for (int rep = 0; rep < 100; ++rep) {
+    const auto inputs = prepareCall(w, c, rng);
+    for (int r = 0; r < w.nRanks; ++r) {
+      CUDA_ASSERT(cudaSetDevice(w.ranks[r].device));
+      CUDA_ASSERT(cudaGraphLaunch(execs[r], w.ranks[r].stream));
+    }
+    ASSERT_NO_FATAL_FAILURE(w.syncAll());
+    ASSERT_NO_FATAL_FAILURE(checkPrepared(w, c, inputs)) << "replay " << rep;
+  }
+  w.expectNoErrors();
+  for (int r = 0; r < w.nRanks; ++r) {
+    EXPECT_EQ(w.state(r).roundsDone, 300u);
+    cudaGraphExecDestroy(execs[r]);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Gpu, GpuLamportTwoShot, ::testing::Values(3, 4, 5, 8));
 
 }  // namespace
 }  // namespace nccl_lamport

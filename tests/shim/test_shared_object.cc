@@ -26,7 +26,7 @@ TEST(SharedObject, LoadsWithRtldNowLocalWithoutNcclOrGpu) {
   void* handle = dlopen(NCCL_LAMPORT_SO_PATH, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(handle, nullptr) << dlerror();
   for (const char* symbol : {"ncclTunerPlugin_v2", "ncclTunerPlugin_v3", "ncclTunerPlugin_v4",
-                             "ncclTunerPlugin_v5", "ncclTunerPlugin_v6"}) {
+                             "ncclTunerPlugin_v5", "ncclTunerPlugin_v6", "ncclTunerPlugin_v7"}) {
     auto* tuner = static_cast<const TunerHeader*>(dlsym(handle, symbol));
     ASSERT_NE(tuner, nullptr) << symbol;
     EXPECT_STREQ(tuner->name, "lamport") << symbol;

@@ -28,3 +28,9 @@ add_executable(test_shared_gpu ${CMAKE_CURRENT_LIST_DIR}/test_shared_gpu.cc ${CM
 target_include_directories(test_shared_gpu PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(test_shared_gpu PRIVATE GTest::gtest_main)
 gtest_discover_tests(test_shared_gpu PROPERTIES LABELS cpu DISCOVERY_TIMEOUT 60)
+
+# The communicator registry and the teardown entry points, directly (no NCCL, no GPU): linked
+# against lamport_internal, the library the shared object links.
+add_executable(test_comm_registry ${CMAKE_CURRENT_LIST_DIR}/test_comm_registry.cc)
+target_link_libraries(test_comm_registry PRIVATE lamport_internal GTest::gtest_main Threads::Threads)
+gtest_discover_tests(test_comm_registry PROPERTIES LABELS cpu DISCOVERY_TIMEOUT 60)

@@ -1,5 +1,5 @@
-# Tests of plugin/transport/fd_exchange.cc and plugin/transport/topology.cc (library lamport_support, defined in
-# plugin/transport/CMakeLists.txt). include()d from tests/CMakeLists.txt.
+# Tests of plugin/transport/fd_exchange.cc and plugin/transport/topology.cc (linked through lamport_internal, the
+# library the shared object links, plugin/CMakeLists.txt). include()d from tests/CMakeLists.txt.
 #
 # Two executables on purpose: test_fd_exchange forks child processes and must never have CUDA
 # initialised; test_topology touches CUDA (its Gpu* tests) and never forks.
@@ -9,13 +9,13 @@ endif()
 include(GoogleTest)
 
 add_executable(test_fd_exchange ${CMAKE_CURRENT_LIST_DIR}/test_fd_exchange.cc)
-target_link_libraries(test_fd_exchange PRIVATE lamport_support GTest::gtest_main Threads::Threads)
+target_link_libraries(test_fd_exchange PRIVATE lamport_internal GTest::gtest_main Threads::Threads)
 gtest_discover_tests(test_fd_exchange
   TEST_LIST test_fd_exchange_TESTS
   PROPERTIES LABELS cpu TIMEOUT 120)
 
 add_executable(test_topology ${CMAKE_CURRENT_LIST_DIR}/test_topology.cc)
-target_link_libraries(test_topology PRIVATE lamport_support GTest::gtest_main)
+target_link_libraries(test_topology PRIVATE lamport_internal GTest::gtest_main)
 # CPU part (bus-id parsing, argument checks) and GPU part (suites named Gpu*): same executable,
 # two discoveries so each gets its label.
 gtest_discover_tests(test_topology

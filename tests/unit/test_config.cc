@@ -175,7 +175,11 @@ TEST_F(ConfigTest, ByteSuffixes) {
   EXPECT_EQ(parse({{"NCCL_LAMPORT_ONESHOT_MAX_BYTES", "512K"}}).oneShotMaxBytes, 512 * kKiB);
   EXPECT_EQ(parse({{"NCCL_LAMPORT_WORKSPACE_MAX_BYTES", "2G"}}).workspaceMaxBytes, 2 * kGiB);
   EXPECT_EQ(parse({{"NCCL_LAMPORT_ONESHOT_MAX_BYTES", "0"}}).oneShotMaxBytes, 0u);
+  EXPECT_EQ(parse({{"NCCL_LAMPORT_TWOSHOT_MAX_BYTES", "8M"}}).twoShotMaxBytes, 8 * kMiB);
+  EXPECT_EQ(parse({}).twoShotMaxBytes, 0u);
   EXPECT_TRUE(warnings().empty());
+  EXPECT_EQ(parse({{"NCCL_LAMPORT_TWOSHOT_MAX_BYTES", "lots"}}).twoShotMaxBytes, 0u);
+  EXPECT_FALSE(warnings().empty());
 }
 
 TEST_F(ConfigTest, MalformedByteSizesAreRejected) {
@@ -325,7 +329,8 @@ TEST_F(ConfigTest, KnobTableListsEveryVariable) {
     names.emplace_back(knob.variable);
   }
   for (const char* expected :
-       {"NCCL_LAMPORT_ENABLE", "NCCL_LAMPORT_ONESHOT_MAX_BYTES", "NCCL_LAMPORT_WORKSPACE_MAX_BYTES",
+       {"NCCL_LAMPORT_ENABLE", "NCCL_LAMPORT_ONESHOT_MAX_BYTES", "NCCL_LAMPORT_TWOSHOT_MAX_BYTES",
+        "NCCL_LAMPORT_WORKSPACE_MAX_BYTES",
         "NCCL_LAMPORT_TIMEOUT_MS", "NCCL_LAMPORT_NCCL_PATH", "NCCL_LAMPORT_REQUIRE_NVLINK"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
   }

@@ -268,6 +268,23 @@ TEST(LamportBytes, LoadAndStoreAnyOffsetAnyLength) {
 // Layout
 // ---------------------------------------------------------------------------------------------
 
+// The slot arithmetic is defined once (lamportSlotIndex); the kernel's addressing and the host
+// layout both go through it. Written out: slot = sender below the receiver, sender - 1 above.
+TEST(LamportLayoutTest, SlotIndexIsTheOneSlotArithmetic) {
+  EXPECT_EQ(lamportSlotIndex(3, 0), 0);
+  EXPECT_EQ(lamportSlotIndex(3, 2), 2);
+  EXPECT_EQ(lamportSlotIndex(3, 4), 3);
+  EXPECT_EQ(lamportSlotIndex(0, 1), 0);
+  const LamportLayout layout{8, 4096};
+  for (int receiver = 0; receiver < 8; ++receiver) {
+    for (int sender = 0; sender < 8; ++sender) {
+      if (sender == receiver) continue;
+      EXPECT_EQ(layout.slotOffset(1, receiver, sender),
+                layout.bufferOffset(1) + static_cast<size_t>(lamportSlotIndex(receiver, sender)) * 4096);
+    }
+  }
+}
+
 TEST(LamportLayoutTest, RegionsNeverOverlap) {
   static_assert(sizeof(LamportDeviceState) <= kLamportControlBytes, "state must fit");
   static_assert(kLamportControlBytes % kLamportVectorBytes == 0, "buffers must stay aligned");

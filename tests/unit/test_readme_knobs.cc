@@ -63,8 +63,9 @@ TEST(ReadmeKnobs, TheReadmeTableListsExactlyTheParsersKnobs) {
   std::set<std::string> known;
   for (const nccl_lamport::KnobInfo& knob : nccl_lamport::knobTable()) {
     known.insert(knob.variable);
-    EXPECT_EQ(rows.count(knob.variable), 1u) << knob.variable << " (" << knob.doc
-                                             << ") is missing from the README's knob table";
+    EXPECT_EQ(rows.count(knob.variable), 1u)
+        << knob.variable << " is missing from the README's knob table; a row from common/knobs.h:\n| `"
+        << knob.variable << "` | `" << knob.defaultText << "` | " << knob.unit << " | " << knob.doc << " |";
   }
   for (const std::string& variable : order) {
     EXPECT_EQ(known.count(variable), 1u) << variable << " is in the README's knob table but the parser does not know it";

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "kernels/lamport_allreduce.h"
 #include "tuner/routing.h"
 
 namespace nccl_lamport {
@@ -49,6 +50,25 @@ TEST(RoutingTest, ElementSizes) {
 #endif
   EXPECT_EQ(lamportElementSize(static_cast<ncclDataType_t>(-1)), 0u);
   EXPECT_EQ(lamportElementSize(static_cast<ncclDataType_t>(1000)), 0u);
+}
+
+// The one NCCL -> kernel datatype mapping, and element sizes from the kernels' own table.
+TEST(RoutingTest, DataTypeMapping) {
+  LamportDataType type = LamportDataType::kFloat32;
+  ASSERT_TRUE(lamportDataTypeOf(ncclFloat16, &type));
+  EXPECT_EQ(type, LamportDataType::kFloat16);
+  ASSERT_TRUE(lamportDataTypeOf(ncclBfloat16, &type));
+  EXPECT_EQ(type, LamportDataType::kBFloat16);
+  ASSERT_TRUE(lamportDataTypeOf(ncclFloat32, &type));
+  EXPECT_EQ(type, LamportDataType::kFloat32);
+  type = LamportDataType::kBFloat16;
+  EXPECT_FALSE(lamportDataTypeOf(ncclInt32, &type));
+  EXPECT_FALSE(lamportDataTypeOf(ncclFloat64, &type));
+  EXPECT_EQ(type, LamportDataType::kBFloat16);  // untouched
+  EXPECT_EQ(lamportElementBytes(LamportDataType::kFloat32), 4u);
+  EXPECT_EQ(lamportElementBytes(LamportDataType::kFloat16), 2u);
+  EXPECT_EQ(lamportElementBytes(LamportDataType::kBFloat16), 2u);
+  EXPECT_EQ(lamportElementBytes(static_cast<LamportDataType>(9)), 0u);
 }
 
 TEST(RoutingTest, EveryDatatype) {
@@ -171,6 +191,66 @@ TEST(RoutingTest, OverrideAndWorkspaceClamp) {
   EXPECT_EQ(makeRoutingTable(1, 90, 0, kSizeMax).oneShotMaxBytes, 0u);
   const RoutingTable single = makeRoutingTable(1, 90, 1 * kMiB, kSizeMax);
   EXPECT_EQ(route(single, ncclFloat32, ncclSum, 16, 1), AllReducePath::kNccl);
+}
+
+}  // namespace
+}  // namespace nccl_lamport
+
+namespace nccl_lamport {
+namespace {
+
+RoutingTable tableOf(size_t oneShotMaxBytes, size_t twoShotMaxBytes) {
+  RoutingTable table;
+  table.oneShotMaxBytes = oneShotMaxBytes;
+  table.twoShotMaxBytes = twoShotMaxBytes;
+  return table;
+}
+
+TEST(RoutingTwoShotTest, OneShotThenTwoShotThenNccl) {
+  const RoutingTable table = tableOf(256 * kKiB, 1 * kMiB);
+  for (int nRanks : {4, 5, 8, 72}) {
+    EXPECT_EQ(route(table, ncclBfloat16, ncclSum, 128 * 1024, nRanks), AllReducePath::kLamportOneShot);
+    EXPECT_EQ(route(table, ncclBfloat16, ncclSum, 128 * 1024 + 1, nRanks), AllReducePath::kLamportTwoShot);
+    EXPECT_EQ(route(table, ncclBfloat16, ncclAvg, 512 * 1024, nRanks), AllReducePath::kLamportTwoShot);
+    EXPECT_EQ(route(table, ncclBfloat16, ncclSum, 512 * 1024 + 1, nRanks), AllReducePath::kNccl);
+    EXPECT_EQ(route(table, ncclFloat32, ncclSum, 256 * 1024, nRanks), AllReducePath::kLamportTwoShot);
+    EXPECT_EQ(route(table, ncclFloat32, ncclMax, 256 * 1024, nRanks), AllReducePath::kNccl);
+    EXPECT_EQ(route(table, ncclInt32, ncclSum, 256 * 1024, nRanks), AllReducePath::kNccl);
+    EXPECT_EQ(route(table, ncclFloat32, ncclSum, 256 * 1024, nRanks, /*eligible=*/false), AllReducePath::kNccl);
+  }
+  // Never two-shot below 4 ranks, whatever the table says.
+  for (int nRanks : {2, 3}) {
+    EXPECT_EQ(route(table, ncclBfloat16, ncclSum, 128 * 1024 + 1, nRanks), AllReducePath::kNccl);
+  }
+  EXPECT_EQ(route(tableOf(256 * kKiB, 0), ncclBfloat16, ncclSum, 128 * 1024 + 1, 8), AllReducePath::kNccl);
+}
+
+TEST(RoutingTwoShotTest, CapacityMatchesTheKernelsChunkRule) {
+  // The kernel needs 2 * ceil(vectors / nRanks) * 16 <= slotBytes (kernels/lamport_twoshot.cuh).
+  for (int nRanks : {2, 3, 4, 5, 8, 72}) {
+    for (size_t slot : {size_t{16}, size_t{32}, size_t{48}, 1000 * size_t{16}, 256 * kKiB, 16 * kMiB}) {
+      const size_t capacity = twoShotCapacityBytes(nRanks, slot);
+      auto fits = [&](size_t bytes) {
+        const size_t vectors = (bytes + 15) / 16;
+        return 2 * ((vectors + nRanks - 1) / nRanks) * 16 <= slot;
+      };
+      if (capacity > 0) EXPECT_TRUE(fits(capacity)) << nRanks << " ranks, slot " << slot;
+      EXPECT_FALSE(fits(capacity + 16 * static_cast<size_t>(nRanks))) << nRanks << " ranks, slot " << slot;
+    }
+  }
+  EXPECT_EQ(twoShotCapacityBytes(8, 256 * kKiB), 1 * kMiB);
+  EXPECT_EQ(twoShotCapacityBytes(1, 256 * kKiB), 0u);
+}
+
+TEST(RoutingTwoShotTest, AgreedBoundIsOffByDefaultClampedAndAboveTheOneShot) {
+  EXPECT_EQ(defaultTwoShotMaxBytes(8, 90), 0u) << "off until measured (SPEC 6)";
+  EXPECT_EQ(agreedTwoShotMaxBytes(8, 90, 0, 256 * kKiB, 256 * kKiB), 0u);
+  EXPECT_EQ(agreedTwoShotMaxBytes(8, 90, 8 * kMiB, 256 * kKiB, 256 * kKiB), 1 * kMiB) << "clamped to the slot";
+  EXPECT_EQ(agreedTwoShotMaxBytes(4, 90, 768 * kKiB, 256 * kKiB, 256 * kKiB), 512 * kKiB);
+  EXPECT_EQ(agreedTwoShotMaxBytes(8, 90, 512 * kKiB, 256 * kKiB, 4 * kMiB), 512 * kKiB);
+  EXPECT_EQ(agreedTwoShotMaxBytes(8, 90, 128 * kKiB, 256 * kKiB, 4 * kMiB), 0u) << "not above the one-shot";
+  EXPECT_EQ(agreedTwoShotMaxBytes(2, 90, 8 * kMiB, 256 * kKiB, 4 * kMiB), 0u);
+  EXPECT_EQ(agreedTwoShotMaxBytes(3, 90, 8 * kMiB, 256 * kKiB, 4 * kMiB), 0u);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/config.h"
 #include "common/log.h"
 #include "tuner/abi/tuner_abi.h"
 #include "tuner/tuner_impl.h"
@@ -131,6 +132,36 @@ TunerDriver makeDriver(int version) {
       d.finalize = t.finalize;
       break;
     }
+    case 7: {
+      // v7's constants table has a fifth architecture row: the adapter gets a v7 table laid out
+      // from the driver's v5 one (the rows v5 has, the new one set to a pattern), and the test
+      // below sees the v5 part; the v7 table itself is checked unchanged here.
+      const abi::TunerV7& t = ncclTunerPlugin_v7;
+      d.name = t.name;
+      d.init = [&t](void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, abi::TunerLogger log,
+                    abi::NvlDomainInfoV5* nvl, abi::TunerConstantsV5* constants) {
+        if (constants == nullptr) return t.init(ctx, commId, nRanks, nNodes, log, nvl, nullptr);
+        abi::TunerConstantsV7 v7;
+        std::memset(&v7, 0, sizeof(v7));
+        std::memcpy(v7.baseLatencies, constants->baseLatencies, sizeof(v7.baseLatencies));
+        std::memcpy(v7.hwLatencies, constants->hwLatencies, sizeof(v7.hwLatencies));
+        for (int row = 0; row < abi::kV7CompCaps; ++row) {
+          for (int scale = 0; scale < abi::kV5TuningScales; ++scale) {
+            v7.llMaxBws[row][scale] = row < abi::kV5CompCaps ? constants->llMaxBws[row][scale] : 7.25 + scale;
+          }
+        }
+        const abi::TunerConstantsV7 before = v7;
+        const ncclResult_t result = t.init(ctx, commId, nRanks, nNodes, log, nvl, &v7);
+        EXPECT_EQ(std::memcmp(&v7, &before, sizeof(v7)), 0) << "v7 constants changed";
+        return result;
+      };
+      d.getCollInfo = [&t](void* ctx, float* table, int*, int*, int* nChannels) {
+        return t.getCollInfo(ctx, abi::kFuncAllReduce, 65536, 1, reinterpret_cast<float**>(table),
+                             kCostAlgorithms, kCostProtocols, /*regBuff=*/0, nChannels);
+      };
+      d.finalize = t.finalize;
+      break;
+    }
     default: {
       const abi::TunerV6& t = ncclTunerPlugin_v6;
       d.name = t.name;
@@ -173,6 +204,9 @@ class TunerTest : public ::testing::Test {
     }
     resetTunerProcessStateForTest();
     setLogSinkForTest(nullptr);
+    // The tuner reads the knobs (NCCL_LAMPORT_TUNER_HOOKS); the config's one INFO line comes at
+    // the first read, here, before INFO is on, so each test counts only the tuner's own lines.
+    (void)globalConfig();
     LogSettings settings;
     settings.level = kLogInfo;
     settings.subsysMask = kSubsysTuning | kSubsysInit;
@@ -187,7 +221,7 @@ class TunerTest : public ::testing::Test {
 
 class TunerVersionTest : public TunerTest, public ::testing::WithParamInterface<int> {};
 
-INSTANTIATE_TEST_SUITE_P(AllVersions, TunerVersionTest, ::testing::Values(2, 3, 4, 5, 6),
+INSTANTIATE_TEST_SUITE_P(AllVersions, TunerVersionTest, ::testing::Values(2, 3, 4, 5, 6, 7),
                          [](const ::testing::TestParamInfo<int>& info) {
                            return "v" + std::to_string(info.param);
                          });
@@ -217,6 +251,11 @@ TEST_F(TunerTest, EveryVersionIsExportedAsLamportWithAllEntryPoints) {
   EXPECT_NE(ncclTunerPlugin_v6.finalize, nullptr);
   // Optional in v6; null keeps NCCL's own chunk size.
   EXPECT_EQ(ncclTunerPlugin_v6.getChunkSize, nullptr);
+  EXPECT_STREQ(ncclTunerPlugin_v7.name, "lamport");
+  EXPECT_NE(ncclTunerPlugin_v7.init, nullptr);
+  EXPECT_NE(ncclTunerPlugin_v7.getCollInfo, nullptr);
+  EXPECT_NE(ncclTunerPlugin_v7.finalize, nullptr);
+  EXPECT_EQ(ncclTunerPlugin_v7.getChunkSize, nullptr);
 }
 
 TEST_P(TunerVersionTest, InitGetCollInfoFinalizeSucceedAndChangeNothing) {
@@ -367,8 +406,11 @@ TEST_F(TunerTest, TunerOnlyNoticeAppearsExactlyOncePerProcess) {
   }
   ASSERT_EQ(notices.size(), 1u);
   EXPECT_EQ(notices[0].level, kLogInfo);
-  const std::string expected = "Lamport: " + tunerOnlyNotice(ownObjectPath());
+  // The first init was v6 with the hooks off (NCCL_LAMPORT_TUNER_HOOKS unset): the notice names it.
+  const std::string expected = "Lamport: " + tunerOnlyNotice(ownObjectPath()) + " (" +
+                               tunerOnlyReason(6, true, false, "") + ")";
   EXPECT_EQ(notices[0].text, expected);
+  EXPECT_NE(notices[0].text.find("NCCL_LAMPORT_TUNER_HOOKS=1"), std::string::npos);
   EXPECT_NE(notices[0].text.find("only as NCCL's tuner (NCCL_TUNER_PLUGIN); start it with "
                                  "LD_PRELOAD=/"),
             std::string::npos)
@@ -556,6 +598,20 @@ TEST(SelfRegisterTest, NeedsAnAbsolutePathOfOurOwn) {
   EXPECT_FALSE(shouldSelfRegisterAsTuner("libnccl-lamport.so", nullptr, ""));
   EXPECT_FALSE(shouldSelfRegisterAsTuner("libnccl-lamport.so", nullptr, "libnccl-lamport.so"));
   EXPECT_FALSE(shouldSelfRegisterAsTuner("libnccl-lamport.so", nullptr, "/opt/lib/"));
+}
+
+
+// Why a tuner-only process has no Lamport path, as the notice says it (issue 9).
+TEST(TunerOnlyReason, SaysWhatTurnsThePathOn) {
+  EXPECT_EQ(tunerOnlyReason(6, false, false, ""), "NCCL_LAMPORT_ENABLE=0");
+  for (int v : {2, 3, 4}) {
+    const std::string r = tunerOnlyReason(v, true, true, "");
+    EXPECT_NE(r.find("NCCL 2.28 or later"), std::string::npos) << r;
+    EXPECT_NE(r.find("tuner ABI v" + std::to_string(v)), std::string::npos) << r;
+    EXPECT_NE(r.find("LD_PRELOAD"), std::string::npos) << r;
+  }
+  EXPECT_NE(tunerOnlyReason(5, true, false, "").find("NCCL_LAMPORT_TUNER_HOOKS=1"), std::string::npos);
+  EXPECT_EQ(tunerOnlyReason(7, true, true, "mprotect refused"), "entry hooks not capable: mprotect refused");
 }
 
 }  // namespace

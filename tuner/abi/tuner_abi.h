@@ -12,16 +12,17 @@
 #include "tuner/abi/tuner_v4.h"
 #include "tuner/abi/tuner_v5.h"
 #include "tuner/abi/tuner_v6.h"
+#include "tuner/abi/tuner_v7.h"
 
 namespace nccl_lamport {
 namespace abi {
 
-using Tuner = TunerV6;
-using NvlDomainInfo = NvlDomainInfoV6;
-using TunerConstants = TunerConstantsV6;
+using Tuner = TunerV7;
+using NvlDomainInfo = NvlDomainInfoV7;
+using TunerConstants = TunerConstantsV7;
 
-/** The version NCCL 2.30 looks for first. */
-constexpr const char* kNewestTunerSymbol = "ncclTunerPlugin_v6";
+/** The version NCCL 2.32 looks for first. */
+constexpr const char* kNewestTunerSymbol = "ncclTunerPlugin_v7";
 
 }  // namespace abi
 }  // namespace nccl_lamport
@@ -36,4 +37,5 @@ extern LAMPORT_TUNER_EXPORT const nccl_lamport::abi::TunerV3 ncclTunerPlugin_v3;
 extern LAMPORT_TUNER_EXPORT const nccl_lamport::abi::TunerV4 ncclTunerPlugin_v4;
 extern LAMPORT_TUNER_EXPORT const nccl_lamport::abi::TunerV5 ncclTunerPlugin_v5;
 extern LAMPORT_TUNER_EXPORT const nccl_lamport::abi::TunerV6 ncclTunerPlugin_v6;
+extern LAMPORT_TUNER_EXPORT const nccl_lamport::abi::TunerV7 ncclTunerPlugin_v7;
 }

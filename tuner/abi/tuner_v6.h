@@ -1,5 +1,5 @@
-// NCCL tuner ABI v6, exported as ncclTunerPlugin_v6. Served releases: NCCL 2.30 and later
-// (releases with a v7 ABI still load v6 plugins through their own adapter).
+// NCCL tuner ABI v6, exported as ncclTunerPlugin_v6. Served releases: NCCL 2.30 - 2.31 (2.32
+// looks for v7 first, and still loads v6 through its own adapter).
 //
 // v5 plus an optional getChunkSize callback at the end; a null pointer keeps NCCL's own chunk
 // size. The NVL domain info and the model constants are v5's, unchanged.

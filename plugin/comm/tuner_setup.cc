@@ -1,0 +1,162 @@
+#include "plugin/comm/tuner_setup.h"
+
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "plugin/comm/host_rendezvous.h"
+#include "plugin/comm/comm_registry.h"
+#include "plugin/comm/comm_teardown.h"
+#include "common/config.h"
+#include "plugin/transport/cuda_driver.h"
+#include "common/log.h"
+#include "plugin/loader/real_nccl.h"
+#include "plugin/comm/workspace_setup.h"
+#include "tuner/tuner_impl.h"
+
+namespace nccl_lamport {
+
+namespace {
+
+// Both rounds of the set-up over the host rendezvous of this communicator's key.
+class RendezvousExchange : public SetupExchange {
+ public:
+  RendezvousExchange(uint64_t commId, uint32_t nRanks, uint64_t timeoutMs)
+      : commId_(commId), nRanks_(nRanks), timeoutMs_(timeoutMs) {}
+  bool allGather(const void* mine, size_t bytes, std::vector<uint8_t>* all, int* index, std::string* why) override {
+    RendezvousJoin join;
+    join.commId = commId_;
+    join.nRanks = nRanks_;
+    const auto* p = static_cast<const uint8_t*>(mine);
+    join.payload.assign(p, p + bytes);
+    const RendezvousResult r = hostRendezvous(join, timeoutMs_);
+    if (!r.ok) {
+      *why = "host rendezvous of the communicator's ranks: " + r.reason;
+      return false;
+    }
+    all->clear();
+    for (const auto& payload : r.payloads) all->insert(all->end(), payload.begin(), payload.end());
+    *index = r.index;
+    return true;
+  }
+
+ private:
+  uint64_t commId_;
+  uint32_t nRanks_;
+  uint64_t timeoutMs_;
+};
+
+struct Pending {
+  uint64_t commId = 0;
+  std::unique_ptr<LamportComm> lc;  // eligible or not, with its reason
+};
+
+std::mutex gMutex;
+// Keyed by the context slot's address, so the nearest one above a handle is one lookup.
+std::map<uintptr_t, Pending>* gPending = new std::map<uintptr_t, Pending>();  // never destroyed
+
+bool testSharedGpu() {
+  const char* v = getenv("NCCL_LAMPORT_TEST_SHARED_GPU");
+  return v != nullptr && std::strcmp(v, "1") == 0;
+}
+
+void record(const void* slot, uint64_t commId, std::unique_ptr<LamportComm> lc) {
+  std::unique_ptr<LamportComm> replaced;
+  {
+    std::lock_guard<std::mutex> lock(gMutex);
+    Pending& p = (*gPending)[reinterpret_cast<uintptr_t>(slot)];
+    replaced = std::move(p.lc);  // a communicator freed without finalize at this address
+    p.commId = commId;
+    p.lc = std::move(lc);
+  }
+  if (replaced != nullptr) releaseCommEntry(std::shared_ptr<LamportComm>(std::move(replaced)), /*aborting=*/true);
+}
+
+}  // namespace
+
+void setUpAtTunerInit(const TunerCommInfo& comm, const void* contextSlot) {
+  try {
+    std::unique_ptr<LamportComm> lc;
+    if (!comm.hasCommId || contextSlot == nullptr) return;
+    if (comm.nNodes > 1 && !testSharedGpu()) {
+      lc = std::make_unique<LamportComm>();
+      lc->nRanks = static_cast<int>(comm.nRanks);
+      lc->reason = "NCCL reports " + std::to_string(comm.nNodes) +
+                   " nodes: tuner activation leaves multi-node communicators to NCCL";
+    } else {
+      // NCCL's init thread has the communicator's device current: ask the driver which context
+      // is current (NCCL's own CUDA runtime made it so; ours may not know yet).
+      int device = -1;
+      CUdevice current = 0;
+      const DriverApi* api = driverApi();
+      if (api != nullptr && api->ctxGetDevice(&current) == CUDA_SUCCESS) {
+        device = static_cast<int>(current);
+      } else if (cudaGetDevice(&device) != cudaSuccess) {
+        device = -1;
+      }
+      RendezvousExchange exchange(comm.commId, static_cast<uint32_t>(comm.nRanks), globalConfig().rendezvousTimeoutMs);
+      lc = setupWorkspaceOverExchange(static_cast<int>(comm.nRanks), device, exchange);
+    }
+    LAMPORT_INFO(kSubsysInit, "tuner activation: comm 0x%016llx nRanks %zu: %s%s",
+                 static_cast<unsigned long long>(comm.commId), comm.nRanks,
+                 lc->eligible ? "workspace ready, " : "not accelerated: ", lc->reason.c_str());
+    record(contextSlot, comm.commId, std::move(lc));
+  } catch (...) {
+  }
+}
+
+void forgetTunerSetUp(const void* contextSlot) {
+  std::unique_ptr<LamportComm> lc;
+  {
+    std::lock_guard<std::mutex> lock(gMutex);
+    auto it = gPending->find(reinterpret_cast<uintptr_t>(contextSlot));
+    if (it == gPending->end()) return;
+    lc = std::move(it->second.lc);
+    gPending->erase(it);
+  }
+  if (lc != nullptr) releaseCommEntry(std::shared_ptr<LamportComm>(std::move(lc)), /*aborting=*/false);
+}
+
+bool bindCommToTunerSetUp(ncclComm_t comm) {
+  if (comm == nullptr) return false;
+  const auto handle = reinterpret_cast<uintptr_t>(comm);
+  std::unique_ptr<LamportComm> lc;
+  std::string why;
+  {
+    std::lock_guard<std::mutex> lock(gMutex);
+    auto it = gPending->upper_bound(handle);
+    if (it == gPending->end() || it->first - handle > kMaxCommBytes) {
+      why = "no set-up was recorded for it in the tuner's init";
+    } else if (*reinterpret_cast<const uint64_t*>(comm) != kNcclCommMagic) {
+      why = "the handle does not start with NCCL's communicator magic";
+    } else {
+      lc = std::move(it->second.lc);
+      gPending->erase(it);
+    }
+  }
+  if (lc == nullptr) {
+    registerIneligible(comm, ("reached through tuner activation's entry hooks, but " + why).c_str());
+    return true;
+  }
+  int nRanks = 0, device = -1;
+  const bool described = REAL_NCCL(ncclCommCount)(comm, &nRanks) == ncclSuccess &&
+                         REAL_NCCL(ncclCommCuDevice)(comm, &device) == ncclSuccess;
+  if (!described || nRanks != lc->nRanks || (lc->eligible && device != lc->cudaDev)) {
+    // Not the communicator this set-up was made for: nothing of it may run on this handle.
+    releaseCommEntry(std::shared_ptr<LamportComm>(std::move(lc)), /*aborting=*/false);
+    registerIneligible(comm, "reached through tuner activation's entry hooks, but its nRanks or device differ "
+                             "from the set-up found above its handle");
+    return true;
+  }
+  lc->comm = comm;
+  if (lc->rank < 0) REAL_NCCL(ncclCommUserRank)(comm, &lc->rank);
+  CommRegistry::instance().insert(std::move(lc));
+  return true;
+}
+
+}  // namespace nccl_lamport

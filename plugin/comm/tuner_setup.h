@@ -1,0 +1,44 @@
+// Workspace set-up inside the tuner's init, and binding each communicator handle to it at its
+// first hooked call (tuner activation, SPEC 4a; research/tuner-activation.md 4B).
+//
+// NCCL calls the tuner's init during every communicator's init, on every rank, with
+// context == &comm->tunerContext: a pointer inside NCCL's struct ncclComm (about 1.1-1.2 MB in
+// 2.28-2.30, startMagic its first field). The set-up runs there, over the host rendezvous
+// (plugin/comm/host_rendezvous.h) keyed by (uid, commId, nRanks); its result waits under that
+// address until a hooked call on a handle finds it: the nearest recorded address above the handle
+// within kMaxCommBytes, with NCCL's startMagic at the handle and ncclCommCount /
+// ncclCommCuDevice agreeing. The tuner's finalize forgets (and frees) what was never bound.
+#pragma once
+
+#include <nccl.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace nccl_lamport {
+
+struct TunerCommInfo;
+
+/** Largest distance from a communicator handle to its tuner context slot we accept (NCCL 2.30.7:
+ *  1,191,560 bytes; room for growth). */
+constexpr size_t kMaxCommBytes = size_t{4} << 20;
+
+/** NCCL's startMagic / endMagic (comm.h, NCCL_MAGIC). */
+constexpr uint64_t kNcclCommMagic = 0x0280028002800280ull;
+
+/**
+ * In the tuner's init with the hooks installed: sets up this communicator's workspace (or
+ * records why not) under contextSlot. Communicators NCCL reports as spanning several nodes stay
+ * on NCCL unless NCCL_LAMPORT_TEST_SHARED_GPU=1 (each rank has its own NCCL_HOSTID there).
+ * Bounded by NCCL_LAMPORT_RENDEZVOUS_TIMEOUT_MS. Never throws.
+ */
+void setUpAtTunerInit(const TunerCommInfo& comm, const void* contextSlot);
+
+/** The tuner's finalize for the context at contextSlot: frees a set-up that was never bound. */
+void forgetTunerSetUp(const void* contextSlot);
+
+/** At a hooked call on a handle we do not know: registers it with the set-up recorded for it,
+ *  or as not accelerated with the reason. True when it is now registered. */
+bool bindCommToTunerSetUp(ncclComm_t comm);
+
+}  // namespace nccl_lamport

@@ -1,0 +1,143 @@
+#include "plugin/hooks/tuner_activation.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <mutex>
+#include <vector>
+
+#include "plugin/comm/tuner_setup.h"
+#include "plugin/comm/comm_registry.h"
+#include "plugin/hooks/entry_hooks.h"
+#include "common/log.h"
+#include "plugin/loader/real_nccl.h"
+#include "plugin/comm/workspace_setup.h"
+#include "tuner/tuner_impl.h"
+
+namespace nccl_lamport {
+
+namespace {
+
+// The wrappers the hooks lead to: the functions plugin/interpose_*.cc export.
+constexpr const char* kHookedFunctions[] = {
+    "ncclAllReduce",   "ncclCommInitRank",      "ncclCommInitRankConfig", "ncclCommInitRankScalable",
+    "ncclCommInitAll", "ncclCommSplit",         "ncclCommShrink",         "ncclCommFinalize",
+    "ncclCommDestroy", "ncclCommAbort",         "ncclCommRevoke",         "ncclCommGetAsyncError",
+    "ncclGroupStart",  "ncclGroupEnd",          "ncclGroupSimulateEnd"};
+
+std::mutex gMutex;
+TunerHooksState gState = TunerHooksState::kNotTried;
+std::string gWhy;
+std::atomic<bool> gInstalled{false};
+// Never destroyed: the hooks stay for the life of the process (the object is pinned).
+hooks::EntryHookSet* gHooks = nullptr;
+
+// This object, by handle, opened RTLD_NODELETE so it stays loaded while a hook points into it.
+void* pinOwnObject(std::string* why) {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&activateTunerHooks), &info) == 0 || info.dli_fname == nullptr) {
+    *why = "cannot name this object (dladdr)";
+    return nullptr;
+  }
+  void* self = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+  if (self == nullptr) *why = std::string("cannot pin this object: ") + dlerror();
+  return self;
+}
+
+// The NCCL that called the tuner's init: the object holding the return address.
+void* callingNccl(const void* callerInNccl, std::string* path, std::string* why) {
+  Dl_info info{};
+  if (callerInNccl == nullptr || dladdr(callerInNccl, &info) == 0 || info.dli_fname == nullptr) {
+    *why = "cannot find the NCCL that loaded the tuner (dladdr)";
+    return nullptr;
+  }
+  *path = info.dli_fname[0] != '\0' ? info.dli_fname : "the main program";
+  // The main program (a statically linked NCCL) opens as dlopen(NULL): its symbols are then
+  // looked up in the global scope, where they may be hidden; the lookups below say so.
+  void* handle = dlopen(info.dli_fname[0] != '\0' ? info.dli_fname : nullptr, RTLD_NOW | RTLD_NOLOAD);
+  if (handle == nullptr) *why = "cannot open the NCCL that loaded the tuner (" + *path + ")";
+  return handle;
+}
+
+TunerHooksState install(const void* callerInNccl, std::string* why) {
+  void* self = pinOwnObject(why);
+  if (self == nullptr) return TunerHooksState::kNotCapable;
+  std::string ncclPath;
+  void* nccl = callingNccl(callerInNccl, &ncclPath, why);
+  if (nccl == nullptr) return TunerHooksState::kNotCapable;
+
+  std::vector<hooks::EntryHook> entries;
+  for (const char* name : kHookedFunctions) {
+    void* entry = dlsym(nccl, name);
+    if (entry == nullptr) continue;  // not in this release (Shrink, Revoke): nothing to hook
+    void* wrapper = dlsym(self, name);
+    if (wrapper == nullptr || wrapper == entry) {
+      *why = std::string("no wrapper for ") + name;
+      return TunerHooksState::kNotCapable;
+    }
+    hooks::EntryHook h;
+    h.name = name;
+    h.entry = entry;
+    h.replacement = wrapper;
+    h.publishOriginal = hookedOriginalSlot(name);
+    entries.push_back(h);
+  }
+  if (entries.empty() || dlsym(nccl, "ncclAllReduce") == nullptr) {
+    *why = ncclPath + " exports no ncclAllReduce";
+    return TunerHooksState::kNotCapable;
+  }
+  // Every NCCL call of ours goes to this NCCL from now on, hooked names to their trampolines.
+  useHookedNccl(nccl);
+  auto* set = new hooks::EntryHookSet();
+  if (!set->install(entries, why)) {
+    useHookedNccl(nullptr);
+    delete set;
+    return TunerHooksState::kNotCapable;
+  }
+  gHooks = set;
+  LAMPORT_INFO(kSubsysInit, "tuner activation: %zu entry points of %s hooked", entries.size(), ncclPath.c_str());
+  return TunerHooksState::kInstalled;
+}
+
+}  // namespace
+
+TunerHooksState activateTunerHooks(const TunerCommInfo& comm, const void* callerInNccl, std::string* why) {
+  (void)comm;
+  try {
+    std::lock_guard<std::mutex> lock(gMutex);
+    if (gState == TunerHooksState::kNotTried) {
+      gState = install(callerInNccl, &gWhy);
+      gInstalled.store(gState == TunerHooksState::kInstalled, std::memory_order_release);
+      if (gState != TunerHooksState::kInstalled) {
+        LAMPORT_INFO(kSubsysInit, "tuner activation: not capable (%s): every communicator stays on NCCL",
+                     gWhy.c_str());
+      }
+    }
+    *why = gWhy;
+    return gState;
+  } catch (...) {
+    *why = "out of memory";
+    return TunerHooksState::kNotCapable;
+  }
+}
+
+bool tunerHooksInstalled() { return gInstalled.load(std::memory_order_acquire); }
+
+void bindHookedComm(ncclComm_t comm) {
+  if (!tunerHooksInstalled() || comm == nullptr) return;
+  if (CommRegistry::instance().find(comm) != nullptr) return;
+  bindCommToTunerSetUp(comm);
+}
+
+}  // namespace nccl_lamport
+
+// The tuner's entry into this file (tuner/tuner_impl.h declares it weak).
+bool nccl_lamport::activateFromTuner(const TunerCommInfo& comm, const void* callerInNccl, std::string* why) {
+  return activateTunerHooks(comm, callerInNccl, why) == TunerHooksState::kInstalled;
+}
+
+void nccl_lamport::tunerActivationCommInit(const TunerCommInfo& comm, const void* ncclSlot) {
+  if (tunerHooksInstalled()) setUpAtTunerInit(comm, ncclSlot);
+}
+
+void nccl_lamport::tunerActivationCommFinalize(const void* ncclSlot) { forgetTunerSetUp(ncclSlot); }

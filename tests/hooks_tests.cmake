@@ -1,0 +1,104 @@
+# Tuner activation (SPEC 4a), label cpu: the entry hooks (plugin/hooks) against a stand-in
+# library with NCCL-like prologue shapes and a stand-in NCCL that loads the tuner as NCCL does
+# (x86-64 only: the engine reports "not capable" elsewhere); the host rendezvous
+# (plugin/comm/host_rendezvous) and the displaced tuner's chaining (tuner/displaced_tuner) on
+# every architecture.
+if(NOT TARGET GTest::gtest_main)
+  find_package(GTest REQUIRED)
+endif()
+include(GoogleTest)
+set(_hooks ${CMAKE_CURRENT_LIST_DIR}/shim/hooks)
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64" AND TARGET lamport_hooks)
+enable_language(ASM)
+
+set_source_files_properties(${_hooks}/standin_cet.c PROPERTIES COMPILE_OPTIONS "-fcf-protection=full;-O2")
+add_library(shim_hook_standin SHARED ${_hooks}/standin_entries.S ${_hooks}/standin_cet.c)
+set_target_properties(shim_hook_standin PROPERTIES C_VISIBILITY_PRESET default)
+
+add_executable(shim_entry_hooks ${_hooks}/test_entry_hooks.cc)
+target_link_libraries(shim_entry_hooks PRIVATE lamport_hooks shim_hook_standin GTest::gtest_main
+                                               Threads::Threads ${CMAKE_DL_LIBS})
+target_include_directories(shim_entry_hooks PRIVATE ${PROJECT_SOURCE_DIR})
+target_compile_definitions(shim_entry_hooks PRIVATE STANDIN_LIBRARY="$<TARGET_FILE:shim_hook_standin>")
+if(NCCL_LIBRARY)
+  get_filename_component(_real_nccl ${NCCL_LIBRARY} REALPATH)
+  target_compile_definitions(shim_entry_hooks PRIVATE REAL_NCCL_LIBRARY="${_real_nccl}")
+endif()
+gtest_discover_tests(shim_entry_hooks PROPERTIES LABELS cpu DISCOVERY_TIMEOUT 60)
+
+add_executable(test_prologue_relocator ${_hooks}/test_prologue_relocator.cc)
+target_link_libraries(test_prologue_relocator PRIVATE lamport_hooks GTest::gtest_main)
+target_include_directories(test_prologue_relocator PRIVATE ${PROJECT_SOURCE_DIR})
+gtest_discover_tests(test_prologue_relocator PROPERTIES LABELS cpu DISCOVERY_TIMEOUT 60)
+
+# Tuner activation end to end: a stand-in NCCL 2.28 (endbr64 entries, pnccl aliases) that loads
+# libnccl-lamport.so as its tuner from NCCL_TUNER_PLUGIN, the way NCCL does; no LD_PRELOAD.
+set_source_files_properties(${_hooks}/tuner_standin_nccl.c PROPERTIES COMPILE_OPTIONS "-fcf-protection=full")
+add_library(shim_tuner_standin_nccl SHARED ${_hooks}/tuner_standin_nccl.c)
+target_link_libraries(shim_tuner_standin_nccl PRIVATE nccl_headers Threads::Threads ${CMAKE_DL_LIBS})
+set_target_properties(shim_tuner_standin_nccl PROPERTIES C_VISIBILITY_PRESET hidden OUTPUT_NAME tuner_standin_nccl)
+add_executable(shim_tuner_activation ${_hooks}/tuner_activation_check.c)
+target_link_libraries(shim_tuner_activation PRIVATE shim_tuner_standin_nccl nccl_headers Threads::Threads ${CMAKE_DL_LIBS})
+target_include_directories(shim_tuner_activation PRIVATE ${PROJECT_SOURCE_DIR})
+target_compile_definitions(shim_tuner_activation PRIVATE STANDIN_NCCL="$<TARGET_FILE:shim_tuner_standin_nccl>")
+set_target_properties(shim_tuner_activation PROPERTIES ENABLE_EXPORTS ON)
+add_dependencies(shim_tuner_activation nccl-lamport)
+set(_tuner_env "NCCL_TUNER_PLUGIN=${PROJECT_BINARY_DIR}/lib/libnccl-tuner-lamport.so;NCCL_DEBUG=WARN;NCCL_LAMPORT_TUNER_HOOKS=1")
+foreach(_case reach threads untouched-disabled untouched-denied untouched-not-asked cycles pair alone)
+  string(REGEX REPLACE "-.*" "" _scenario ${_case})
+  set(_args ${_scenario})
+  if(_scenario STREQUAL "cycles")
+    set(_args cycles 1000)
+  endif()
+  add_test(NAME shim_tuner_activation.${_case} COMMAND shim_tuner_activation ${_args})
+  set_tests_properties(shim_tuner_activation.${_case} PROPERTIES LABELS cpu TIMEOUT 120
+    ENVIRONMENT "${_tuner_env}" PASS_REGULAR_EXPRESSION "PASS ${_scenario}")
+endforeach()
+set_tests_properties(shim_tuner_activation.alone PROPERTIES ENVIRONMENT "${_tuner_env};NCCL_LAMPORT_RENDEZVOUS_TIMEOUT_MS=1000")
+set_tests_properties(shim_tuner_activation.untouched-disabled PROPERTIES ENVIRONMENT "${_tuner_env};NCCL_LAMPORT_ENABLE=0")
+set_tests_properties(shim_tuner_activation.untouched-denied PROPERTIES ENVIRONMENT "${_tuner_env};STANDIN_DENY_WX=1")
+set_tests_properties(shim_tuner_activation.untouched-not-asked PROPERTIES
+  ENVIRONMENT "NCCL_TUNER_PLUGIN=${PROJECT_BINARY_DIR}/lib/libnccl-tuner-lamport.so;NCCL_DEBUG=WARN")
+
+# ctypes (pynccl's way): a CDLL handle and a function object taken before the first init.
+find_program(PYTHON3 python3)
+if(PYTHON3)
+  add_test(NAME shim_tuner_activation.ctypes
+    COMMAND ${PYTHON3} ${_hooks}/tuner_activation_ctypes.py $<TARGET_FILE:shim_tuner_standin_nccl>)
+  set_tests_properties(shim_tuner_activation.ctypes PROPERTIES LABELS cpu TIMEOUT 60
+    ENVIRONMENT "${_tuner_env}" PASS_REGULAR_EXPRESSION "PASS ctypes")
+endif()
+
+endif()  # x86-64
+
+# The host-local rendezvous of tuner activation (plugin/comm/host_rendezvous), ranks as forked
+# processes.
+add_executable(test_host_rendezvous ${CMAKE_CURRENT_LIST_DIR}/unit/test_host_rendezvous.cc
+                                    ${PROJECT_SOURCE_DIR}/plugin/comm/host_rendezvous.cc)
+target_include_directories(test_host_rendezvous PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(test_host_rendezvous PRIVATE GTest::gtest_main Threads::Threads)
+gtest_discover_tests(test_host_rendezvous PROPERTIES LABELS cpu TIMEOUT 60 DISCOVERY_TIMEOUT 60)
+
+# The tuner ours displaces keeps answering (tuner/displaced_tuner.h). One process per case.
+# (shim_* names: tests/stage_for_device.sh stages only test_* binaries, and these need files and
+# environment that only ctest gives them.)
+add_library(shim_fake_displaced_tuner SHARED ${_hooks}/fake_displaced_tuner.c)
+set_target_properties(shim_fake_displaced_tuner PROPERTIES C_VISIBILITY_PRESET hidden)
+add_executable(shim_displaced_tuner ${CMAKE_CURRENT_LIST_DIR}/unit/test_displaced_tuner.cc)
+target_include_directories(shim_displaced_tuner PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(shim_displaced_tuner PRIVATE lamport_tuner_exports GTest::gtest_main ${CMAKE_DL_LIBS})
+target_compile_definitions(shim_displaced_tuner PRIVATE FAKE_DISPLACED_TUNER="$<TARGET_FILE:shim_fake_displaced_tuner>")
+add_dependencies(shim_displaced_tuner shim_fake_displaced_tuner)
+set(_fake_tuner $<TARGET_FILE:shim_fake_displaced_tuner>)
+set(_conf ${CMAKE_CURRENT_BINARY_DIR}/displaced_tuner_nccl.conf)
+file(GENERATE OUTPUT ${_conf} CONTENT "# written by tests/hooks_tests.cmake\nNCCL_TUNER_PLUGIN=${_fake_tuner}\n")
+foreach(_case TheNetPluginsTunerKeepsAnswering ANetPluginNotLoadedIsNotLoadedByUs NcclConfsTunerKeepsAnswering
+              WithoutOneOurCostsAreNcclsAlone ConfParsing)
+  add_test(NAME displaced_tuner.${_case} COMMAND shim_displaced_tuner --gtest_filter=DisplacedTuner.${_case})
+  set_tests_properties(displaced_tuner.${_case} PROPERTIES LABELS cpu TIMEOUT 60
+    ENVIRONMENT "HOME=/nonexistent;NCCL_CONF_FILE=/nonexistent.conf" FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
+endforeach()
+set_tests_properties(displaced_tuner.TheNetPluginsTunerKeepsAnswering displaced_tuner.ANetPluginNotLoadedIsNotLoadedByUs
+  PROPERTIES ENVIRONMENT "HOME=/nonexistent;NCCL_CONF_FILE=/nonexistent.conf;NCCL_NET_PLUGIN=${_fake_tuner}")
+set_tests_properties(displaced_tuner.NcclConfsTunerKeepsAnswering PROPERTIES
+  ENVIRONMENT "HOME=/nonexistent;NCCL_CONF_FILE=${_conf}")

@@ -1,0 +1,235 @@
+/* Tuner activation against the stand-in NCCL (tuner_standin_nccl.c), which loads
+ * libnccl-lamport.so as its tuner from NCCL_TUNER_PLUGIN (no LD_PRELOAD). One scenario per run:
+ *   reach     a pointer to ncclAllReduce taken before the first init, the PLT and dlsym on the
+ *             stand-in's handle all reach our wrapper after the first init (the per-communicator
+ *             info counts the calls), and NCCL's function still runs behind it
+ *   cycles N  N create/allreduce/destroy cycles (the stand-in unloads and reloads the tuner each
+ *             time); every cycle's call reaches the wrapper
+ *   threads   8 threads call ncclAllReduce in a loop while the first init installs the hooks
+ *   untouched the hooks must not be installed (NCCL_LAMPORT_ENABLE=0, or mprotect refused by
+ *             STANDIN_DENY_WX=1): every entry byte is unchanged, nothing reaches a wrapper and
+ *             ncclLamportIsActive() is 0
+ * Exit 0 and "PASS" on success. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nccl.h>
+
+#include "include/nccl_lamport.h"
+
+extern atomic_long standinAllReduceCalls;
+extern atomic_int standinTunerLoads;
+
+/* Exported (ENABLE_EXPORTS), so libnccl-lamport.so's mprotect binds here: STANDIN_DENY_WX=1
+ * refuses writable+executable mappings, as SELinux execmod does. */
+int mprotect(void* addr, size_t len, int prot) {
+  const char* deny = getenv("STANDIN_DENY_WX");
+  if (deny != NULL && deny[0] == '1' && (prot & PROT_WRITE) && (prot & PROT_EXEC)) {
+    errno = EACCES;
+    return -1;
+  }
+  return (int)syscall(SYS_mprotect, addr, len, prot);
+}
+
+#define CHECK(cond, ...)                                  \
+  do {                                                    \
+    if (!(cond)) {                                        \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+      fprintf(stderr, __VA_ARGS__);                       \
+      fprintf(stderr, "\n");                              \
+      exit(1);                                            \
+    }                                                     \
+  } while (0)
+
+typedef ncclResult_t (*AllReduceFn)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
+
+static const char* kHooked[] = {"ncclAllReduce", "ncclCommInitRank", "ncclCommDestroy", "ncclCommAbort",
+                                "ncclCommFinalize", "ncclCommGetAsyncError", "ncclGroupStart", "ncclGroupEnd"};
+enum { kHookedCount = sizeof(kHooked) / sizeof(kHooked[0]) };
+
+static void* standin(void) {
+  void* h = dlopen(STANDIN_NCCL, RTLD_NOW | RTLD_NOLOAD);
+  CHECK(h != NULL, "stand-in NCCL not loaded");
+  return h;
+}
+
+static void* ours(void) { return dlopen(getenv("NCCL_TUNER_PLUGIN"), RTLD_NOW | RTLD_NOLOAD); }
+
+static ncclLamportCommInfo_t infoOf(ncclComm_t comm) {
+  ncclLamportCommInfo_t info;
+  memset(&info, 0, sizeof(info));
+  void* self = ours();
+  CHECK(self != NULL, "libnccl-lamport.so is not loaded");
+  ncclResult_t (*get)(ncclComm_t, ncclLamportCommInfo_t*) = dlsym(self, "ncclLamportGetCommInfo");
+  CHECK(get != NULL && get(comm, &info) == ncclSuccess, "ncclLamportGetCommInfo");
+  return info;
+}
+
+static ncclComm_t createRanked(int tag, int nRanks, int rank) {
+  ncclUniqueId id;
+  memset(&id, 0, sizeof(id));
+  memcpy(id.internal, &tag, sizeof(tag));
+  ncclComm_t comm = NULL;
+  CHECK(ncclCommInitRank(&comm, nRanks, id, rank) == ncclSuccess && comm != NULL, "ncclCommInitRank");
+  return comm;
+}
+
+static ncclComm_t create(int tag) { return createRanked(tag, 1, 0); }
+
+static void reach(void) {
+  AllReduceFn cached = ncclAllReduce;  /* taken before the tuner loads */
+  ncclComm_t comm = create(1);
+  CHECK(standinTunerLoads == 1, "the stand-in did not load the tuner");
+  AllReduceFn looked = (AllReduceFn)dlsym(standin(), "ncclAllReduce");
+  AllReduceFn alias = (AllReduceFn)dlsym(standin(), "pncclAllReduce");
+  float x = 0;
+  CHECK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess, "PLT call");
+  CHECK(cached(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess, "cached pointer");
+  CHECK(looked(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess, "dlsym");
+  CHECK(alias(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess, "pncclAllReduce");
+  const ncclLamportCommInfo_t info = infoOf(comm);
+  CHECK(info.known == 1, "the communicator never reached a wrapper");
+  CHECK(info.ncclCalls == 4, "wrapper saw %llu of 4 calls", (unsigned long long)info.ncclCalls);
+  /* The set-up made in the tuner's init, found above the handle (not a fallback registration). */
+  CHECK(strstr(info.reason, "single-rank communicator") != NULL, "not bound to its set-up: %s", info.reason);
+  CHECK(standinAllReduceCalls == 4, "NCCL ran %ld of 4 calls", (long)standinAllReduceCalls);
+  int (*isActive)(void) = dlsym(ours(), "ncclLamportIsActive");
+  CHECK(isActive != NULL && isActive() == 1, "ncclLamportIsActive() != 1 with the hooks in");
+  CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy");
+  CHECK(infoOf(comm).known == 0, "destroy did not reach the wrapper (still registered)");
+}
+
+static void cycles(int n) {
+  for (int i = 0; i < n; ++i) {
+    ncclComm_t comm = create(i);
+    float x = 0;
+    CHECK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess, "allreduce %d", i);
+    const ncclLamportCommInfo_t info = infoOf(comm);
+    CHECK(info.known == 1 && info.ncclCalls == 1, "cycle %d: the call did not reach the wrapper", i);
+    CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy %d", i);
+  }
+  CHECK(standinTunerLoads == n, "the stand-in loaded the tuner %d times, not %d", (int)standinTunerLoads, n);
+  CHECK(standinAllReduceCalls == n, "NCCL ran %ld of %d calls", (long)standinAllReduceCalls, n);
+}
+
+static atomic_int stop;
+static atomic_long threadCalls, threadErrors;
+static void* caller(void* arg) {
+  ncclComm_t comm = arg;
+  float x = 0;
+  while (!atomic_load(&stop)) {
+    if (ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) != ncclSuccess) atomic_fetch_add(&threadErrors, 1);
+    atomic_fetch_add(&threadCalls, 1);
+  }
+  return NULL;
+}
+
+static void threads(void) {
+  /* A communicator made without the tuner (NCCL_TUNER_PLUGIN hidden for a moment) to call on. */
+  char* plugin = strdup(getenv("NCCL_TUNER_PLUGIN"));
+  unsetenv("NCCL_TUNER_PLUGIN");
+  ncclComm_t busy = create(7);
+  setenv("NCCL_TUNER_PLUGIN", plugin, 1);
+  pthread_t t[8];
+  for (int i = 0; i < 8; ++i) pthread_create(&t[i], NULL, caller, busy);
+  usleep(20000);
+  ncclComm_t comm = create(8);  /* loads the tuner: hooks go in while the threads call */
+  usleep(50000);
+  atomic_store(&stop, 1);
+  for (int i = 0; i < 8; ++i) pthread_join(t[i], NULL);
+  CHECK(threadErrors == 0, "%ld calls failed", (long)threadErrors);
+  CHECK(standinAllReduceCalls == threadCalls, "NCCL ran %ld of %ld calls", (long)standinAllReduceCalls,
+        (long)threadCalls);
+  const ncclLamportCommInfo_t info = infoOf(busy);
+  CHECK(info.known == 1 && info.ncclCalls > 0, "no threaded call reached the wrapper after the hooks went in");
+  printf("%ld calls, %llu through the wrapper\n", (long)threadCalls, (unsigned long long)info.ncclCalls);
+  CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy");
+  free(plugin);
+}
+
+static void untouched(void) {
+  unsigned char before[kHookedCount][16];
+  for (int i = 0; i < kHookedCount; ++i) memcpy(before[i], dlsym(standin(), kHooked[i]), 16);
+  ncclComm_t comm = create(3);
+  CHECK(standinTunerLoads == 1, "the stand-in did not load the tuner");
+  for (int i = 0; i < kHookedCount; ++i) {
+    CHECK(memcmp(before[i], dlsym(standin(), kHooked[i]), 16) == 0, "%s changed", kHooked[i]);
+  }
+  float x = 0;
+  CHECK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess, "allreduce");
+  CHECK(infoOf(comm).known == 0, "a wrapper ran without hooks");
+  int (*isActive)(void) = dlsym(ours(), "ncclLamportIsActive");
+  CHECK(isActive != NULL && isActive() == 0, "ncclLamportIsActive() != 0 without hooks");
+  CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy");
+}
+
+/* Two forked ranks of one 2-rank communicator (the same unique id): the set-up inside the tuner's
+ * init meets over the host rendezvous; without a GPU both ranks must come out not accelerated
+ * with the same reason, found through the handle. "alone": one rank of two: the rendezvous
+ * times out (NCCL_LAMPORT_RENDEZVOUS_TIMEOUT_MS) and the reason says so. */
+static void pair(int ranks) {
+  const int tag = (int)getpid();
+  int fds[2];
+  CHECK(pipe(fds) == 0, "pipe");
+  for (int r = 0; r < ranks; ++r) {
+    if (fork() == 0) {
+      close(fds[0]);
+      ncclComm_t comm = createRanked(tag, 2, r);
+      float x = 0;
+      CHECK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess, "allreduce");
+      ncclLamportCommInfo_t info = infoOf(comm);
+      char line[256];
+      const int n = snprintf(line, sizeof(line), "%d|%d|%s\n", info.known, info.eligible, info.reason);
+      CHECK(write(fds[1], line, (size_t)n) == n, "write");
+      CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy");
+      _exit(0);
+    }
+  }
+  close(fds[1]);
+  char buf[1024] = {0};
+  size_t got = 0;
+  ssize_t n;
+  while ((n = read(fds[0], buf + got, sizeof(buf) - 1 - got)) > 0) got += (size_t)n;
+  int status = 0;
+  for (int r = 0; r < ranks; ++r) {
+    wait(&status);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a rank failed");
+  }
+  printf("%s", buf);
+  char* second = strchr(buf, '\n');
+  CHECK(second != NULL, "no result");
+  *second++ = '\0';
+  CHECK(strncmp(buf, "1|0|", 4) == 0, "rank result: %s", buf);
+  if (ranks == 2) {
+    CHECK(strncmp(buf, second, strlen(buf)) == 0, "the ranks disagree: '%s' vs '%s'", buf, second);
+    /* The set-up's own verdict (no GPU here), not a fallback for a handle without one. */
+    CHECK(strstr(buf, "tuner activation's entry hooks, but") == NULL && strstr(buf, "rendezvous") == NULL,
+          "reason: %s", buf);
+  } else {
+    CHECK(strstr(buf, "1 of 2 ranks joined") != NULL, "reason: %s", buf);
+  }
+}
+
+int main(int argc, char** argv) {
+  CHECK(argc >= 2, "usage: %s reach|cycles N|threads|untouched", argv[0]);
+  CHECK(getenv("NCCL_TUNER_PLUGIN") != NULL, "NCCL_TUNER_PLUGIN unset");
+  if (strcmp(argv[1], "reach") == 0) reach();
+  else if (strcmp(argv[1], "cycles") == 0) cycles(argc > 2 ? atoi(argv[2]) : 1000);
+  else if (strcmp(argv[1], "threads") == 0) threads();
+  else if (strcmp(argv[1], "untouched") == 0) untouched();
+  else if (strcmp(argv[1], "pair") == 0) pair(2);
+  else if (strcmp(argv[1], "alone") == 0) pair(1);
+  else CHECK(0, "unknown scenario %s", argv[1]);
+  printf("PASS %s\n", argv[1]);
+  return 0;
+}
