@@ -49,6 +49,6 @@ set_tests_properties(shim_lifecycle.env-makes-nonblocking PROPERTIES LABELS cpu 
 add_executable(shim_setup_waits ${CMAKE_CURRENT_LIST_DIR}/../unit/test_setup_waits.cc)
 target_include_directories(shim_setup_waits PRIVATE ${PROJECT_SOURCE_DIR})
 # Linked to the stand-in: the plugin finds its pnccl* in the global scope (no dlopen by path).
-target_link_libraries(shim_setup_waits PRIVATE lamport_plugin shim_lifecycle_fake_nccl CUDA::cudart_static
+target_link_libraries(shim_setup_waits PRIVATE lamport_internal shim_lifecycle_fake_nccl CUDA::cudart_static
                       GTest::gtest_main Threads::Threads)
 gtest_discover_tests(shim_setup_waits PROPERTIES LABELS cpu TIMEOUT 60 DISCOVERY_TIMEOUT 60)
