@@ -2,7 +2,6 @@
 // interposer) in one run, one process per local GPU, eager and CUDA-graph timing, correctness
 // against an fp64 reference. This file: options, orchestration, output. The parent process never
 // initialises CUDA or NCCL (every rank is a forked child, see rank_launcher.h).
-#include <CLI/CLI.hpp>
 #include <nccl.h>
 #include <stdlib.h>
 #include <time.h>
@@ -17,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_cli.h"
 #include "bench/bench_options.h"
 #include "bench/crossover.h"
 #include "bench/loopback.h"
@@ -25,103 +25,12 @@
 #include "bench/rank_results.h"
 #include "bench/report.h"
 
-#ifndef NCCL_LAMPORT_VERSION
-#define NCCL_LAMPORT_VERSION "unknown"
-#endif
 #ifndef NCCL_LAMPORT_BENCH_SOURCE_DIR
 #define NCCL_LAMPORT_BENCH_SOURCE_DIR ""
 #endif
 
 namespace nccl_lamport::bench {
 namespace {
-
-constexpr int kExitFailed = 1;  // a check failed or a rank failed
-constexpr int kExitUsage = 2;   // bad options, or nothing to run on
-
-struct OptionText {
-  std::string minBytes = "8";
-  std::string maxBytes = "16M";
-  std::string dtype = "bf16";
-  std::string op = "sum";
-  std::string mode = "both";
-};
-
-// Returns -1 when the run should go on, else the exit status.
-int parseCommandLine(int argc, char** argv, BenchOptions* opt) {
-  OptionText text;
-  CLI::App app{"nccl-lamport-bench: small-allreduce latency of stock NCCL against nccl-lamport,\n"
-               "one process per GPU, eager and CUDA-graph timing, checked against fp64.\n"
-               "Times are medians over reps, then the max over ranks, in us per call."};
-  app.set_version_flag("--version", std::string("nccl-lamport-bench ") + NCCL_LAMPORT_VERSION);
-  app.add_option("--gpus", opt->gpus, "ranks = GPUs to use, one process each (0 = all local GPUs)")
-      ->check(CLI::Range(0, 4096))
-      ->capture_default_str();
-  app.add_option("--min-bytes", text.minBytes, "smallest message, bytes (K/M/G suffixes: 1K = 1024)")
-      ->type_name("BYTES")
-      ->capture_default_str();
-  app.add_option("--max-bytes", text.maxBytes, "largest message, bytes (K/M/G suffixes)")
-      ->type_name("BYTES")
-      ->capture_default_str();
-  app.add_option("--step-factor", opt->stepFactor, "each size is the previous one times this")
-      ->capture_default_str();
-  app.add_option("--dtype", text.dtype, "datatype")->type_name("bf16|fp16|fp32")->capture_default_str();
-  app.add_option("--op", text.op, "reduction")->type_name("sum|avg")->capture_default_str();
-  app.add_option("--iters", opt->iters, "eager: back-to-back calls per timed repetition")
-      ->check(CLI::Range(1, 10000000))
-      ->capture_default_str();
-  app.add_option("--warmup", opt->warmup, "untimed calls per path and size before timing")
-      ->check(CLI::Range(0, 10000000))
-      ->capture_default_str();
-  app.add_option("--reps", opt->reps, "timed repetitions; the median is reported")
-      ->check(CLI::Range(1, 100000))
-      ->capture_default_str();
-  CLI::Option* graphCalls =
-      app.add_option("--graph-calls", opt->graphCalls, "graph: allreduce calls captured in one CUDA graph "
-                     "(--loopback: 50 unless given)")
-          ->check(CLI::Range(1, 100000))
-          ->capture_default_str();
-  app.add_option("--graph-replays", opt->graphReplays, "graph: launches of the graph per timed repetition")
-      ->check(CLI::Range(1, 100000))
-      ->capture_default_str();
-  app.add_option("--mode", text.mode, "timing modes to run")->type_name("eager|graph|both")->capture_default_str();
-  app.add_flag("--check,!--no-check", opt->check,
-               "compare both paths with an fp64 reference on poisoned outputs (default on)");
-  app.add_option("--seed", opt->seed, "input seed (0 = from the clock; printed, to repeat a run)")
-      ->capture_default_str();
-  app.add_option("--timeout", opt->timeoutSeconds, "seconds the whole run may take; ranks still "
-                 "running then are killed")
-      ->check(CLI::Range(1.0, 1e7))
-      ->capture_default_str();
-  app.add_option("--csv", opt->csvPath, "also write the table as CSV to FILE")->type_name("FILE");
-  app.add_option("--json", opt->jsonPath, "also write every number, the metadata and the command line as JSON to FILE")
-      ->type_name("FILE");
-  app.add_option("--plot", opt->plotPath, "also draw a PNG to FILE (runs plot_results.py; needs python3 + matplotlib)")
-      ->type_name("FILE");
-  app.add_flag("-v,--verbose", opt->verbose, "rank 0 reports each finished size on stderr");
-  app.add_option("--loopback", opt->loopback,
-                 "kernel speed on ONE GPU: N ranks as N streams of one process (2..8), real workspaces "
-                 "and kernels, no NCCL and no NVLink hop; times every kernel variant against the "
-                 "baseline kernel in the same run")
-      ->check(CLI::Range(2, 8))
-      ->type_name("N");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : kExitUsage;
-  }
-  auto bad = [](const std::string& why) {
-    std::fprintf(stderr, "nccl-lamport-bench: %s (see --help)\n", why.c_str());
-    return kExitUsage;
-  };
-  if (!parseBytes(text.minBytes, &opt->minBytes)) return bad("--min-bytes: not a byte count: " + text.minBytes);
-  if (!parseBytes(text.maxBytes, &opt->maxBytes)) return bad("--max-bytes: not a byte count: " + text.maxBytes);
-  if (!parseDType(text.dtype, &opt->dtype)) return bad("--dtype must be bf16, fp16 or fp32, not " + text.dtype);
-  if (!parseReduceOp(text.op, &opt->op)) return bad("--op must be sum or avg, not " + text.op);
-  if (!parseTimingMode(text.mode, &opt->mode)) return bad("--mode must be eager, graph or both, not " + text.mode);
-  if (opt->loopback > 0 && graphCalls->count() == 0) opt->graphCalls = 50;  // SPEC 8: chains of 50
-  return -1;
-}
 
 // The driver release from /proc ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64
 // 580.159.04 Release Build ..."): the first word after "Kernel Module" made of digits and dots.
@@ -241,7 +150,7 @@ std::string describeRankFailures(const RankLaunch& launch, const std::vector<con
 
 int runBench(int argc, char** argv) {
   BenchOptions opt;
-  const int parsed = parseCommandLine(argc, argv, &opt);
+  const int parsed = parseCommandLine(std::vector<std::string>(argv, argv + argc), &opt, std::cout, std::cerr);
   if (parsed >= 0) return parsed;
   if (opt.loopback > 0) {
     const uint64_t seed =
@@ -327,7 +236,7 @@ int runBench(int argc, char** argv) {
   std::fflush(stdout);
   std::fputs(describeRankFailures(launch, slots, opt.timeoutSeconds).c_str(), stderr);
 
-  if (!opt.csvPath.empty()) writeFile(opt.csvPath, formatCsv(rows), "CSV");
+  if (!opt.csvPath.empty()) ok = writeFile(opt.csvPath, formatCsv(rows), "CSV") && ok;
   std::string jsonPath = opt.jsonPath;
   bool tempJson = false;
   if (jsonPath.empty() && !opt.plotPath.empty()) {
@@ -343,6 +252,7 @@ int runBench(int argc, char** argv) {
     nlohmann::json doc = toJson(info, slots, rows);
     doc["crossover"] = crossoverJson(crossover);
     const bool written = writeFile(jsonPath, doc.dump(2) + "\n", "JSON");
+    ok = (written || tempJson) && ok;
     if (written && !opt.plotPath.empty()) (void)runPlot(jsonPath, opt.plotPath);
   }
   if (tempJson) unlink(jsonPath.c_str());

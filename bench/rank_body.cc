@@ -14,6 +14,7 @@
 #include "bench/allreduce_timer.h"
 #include "bench/correctness.h"
 #include "bench/cuda_util.h"
+#include "bench/progress.h"
 #include "bench/rank_results.h"
 #include "bench/rank_sync.h"
 #include "nccl_lamport.h"
@@ -48,7 +49,8 @@ struct RankResources {
 class RankRunner {
  public:
   RankRunner(RankContext& ctx, const RankPlan& plan, RankSync& sync)
-      : ctx_(ctx), plan_(plan), opt_(plan.options), sync_(sync), header_(sync.mySlot().header) {}
+      : ctx_(ctx), plan_(plan), opt_(plan.options), sync_(sync), header_(sync.mySlot().header),
+        progress_(ctx.rank == 0 && progressWanted(plan.options.quiet, STDERR_FILENO)) {}
 
   /** Device, identity, versions; before the communicator exists. */
   void describeDevice() {
@@ -101,6 +103,9 @@ class RankRunner {
       sample.hostUs[p] = kNaN;
     }
     sync_.setContext("size " + std::to_string(size.bytes) + " B");
+    auto progress = [&](const char* phase) {
+      if (progress_) showProgress(formatProgress(index, static_cast<int>(plan_.sizes.size()), size.bytes, phase));
+    };
 
     const ncclDataType_t dtype = toNccl(opt_.dtype);
     const ncclRedOp_t op = toNccl(opt_.op);
@@ -126,6 +131,7 @@ class RankRunner {
     BENCH_CUDA(cudaMemcpyAsync(res.send.get(), res.hostIn.data(), size.bytes,
                                cudaMemcpyHostToDevice, res.stream.get()));
     sync_.waitStream(res.stream.get());
+    progress("check");
     if (opt_.check) check(res, calls, size, sample);
 
     TimingSettings settings;
@@ -135,6 +141,7 @@ class RankRunner {
     settings.graphCalls = opt_.graphCalls;
     settings.graphReplays = opt_.graphReplays;
     if (opt_.eager()) {
+      progress("eager");
       const PairTiming t = timeEager(calls, settings, sync_);
       for (int p = 0; p < kPathCount; ++p) {
         sample.eagerUs[p] = t.deviceUs[p];
@@ -142,6 +149,7 @@ class RankRunner {
       }
     }
     if (opt_.graph()) {
+      progress("graph");
       const PairTiming t = timeGraph(calls, settings, sync_);
       for (int p = 0; p < kPathCount; ++p) sample.graphUs[p] = t.deviceUs[p];
     }
@@ -155,6 +163,7 @@ class RankRunner {
     sample.measured = 1;
     header_.sizesDone = index + 1;
     if (opt_.verbose && ctx_.rank == 0) {
+      if (progress_) clearProgress();
       std::fprintf(stderr, "nccl-lamport-bench: rank 0 done with %zu bytes (%s)\n", size.bytes,
                    path == ncclLamportPathNccl ? "nccl" : path == ncclLamportPathTwoShot ? "lamport-2shot" : "lamport");
     }
@@ -162,6 +171,7 @@ class RankRunner {
 
   /** Final barrier, counters, ncclCommDestroy. */
   void tearDown(RankResources& res) {
+    if (progress_) clearProgress();
     sync_.setContext("");
     sync_.setPhase("teardown");
     sync_.barrier();  // nobody unmaps its workspace while a peer may still write into it
@@ -219,6 +229,7 @@ class RankRunner {
   const BenchOptions& opt_;
   RankSync& sync_;
   RankHeader& header_;
+  const bool progress_;  // rank 0 draws the progress line (bench/progress.h says when)
 };
 
 }  // namespace

@@ -47,8 +47,8 @@ nlohmann::json numberOrNull(double value) {
 
 std::string sizeRange(const BenchOptions& o) {
   char text[128];
-  std::snprintf(text, sizeof(text), "%s..%s bytes, x%g", formatBytesShort(o.minBytes).c_str(),
-                formatBytesShort(o.maxBytes).c_str(), o.stepFactor);
+  std::snprintf(text, sizeof(text), "%s..%s bytes, x%g", formatByteSize(o.minBytes).c_str(),
+                formatByteSize(o.maxBytes).c_str(), o.stepFactor);
   return text;
 }
 

@@ -6,7 +6,8 @@
 // NCCL_LAMPORT_KNOB(field, kind, variable, defaultValue, defaultText, unit, minimum, maximum, doc)
 //   field         the Config member
 //   kind          how the text is parsed (KnobKind): Switch and Bool take the spellings of
-//                 common/bool_knob.h; Bytes takes "65536", "64K", "8M", "1G" (binary units); Ms a
+//                 common/bool_knob.h; Bytes takes "65536", "64K", "64KiB", "8M", "1G" (binary units;
+//                 common/byte_size.h, shared with nccl-lamport-bench); Ms a
 //                 decimal number of milliseconds; Path any string (empty: unset)
 //   defaultValue  the Config default, in the field's type
 //   defaultText   the default as the README's "default" cell starts (in backquotes there)

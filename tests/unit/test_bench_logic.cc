@@ -1,6 +1,7 @@
 // CPU tests of nccl-lamport-bench's pure logic: option parsing, the size sweep, conversions,
 // inputs, reference, tolerances, ulp distance, hash, aggregation across ranks and report formats.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include "bench/bench_options.h"
 #include "bench/correctness.h"
 #include "bench/crossover.h"
+#include "bench/progress.h"
 #include "bench/rank_results.h"
 #include "bench/report.h"
 #include "bench/stats.h"
@@ -23,21 +25,21 @@ namespace {
 
 TEST(BenchOptions, ParsesByteCountsWithBinarySuffixes) {
   size_t v = 0;
-  EXPECT_TRUE(parseBytes("8", &v));
+  EXPECT_TRUE(parseByteSize("8", &v));
   EXPECT_EQ(v, 8u);
-  EXPECT_TRUE(parseBytes("8K", &v));
+  EXPECT_TRUE(parseByteSize("8K", &v));
   EXPECT_EQ(v, 8192u);
-  EXPECT_TRUE(parseBytes("8k", &v));
+  EXPECT_TRUE(parseByteSize("8k", &v));
   EXPECT_EQ(v, 8192u);
-  EXPECT_TRUE(parseBytes("16M", &v));
+  EXPECT_TRUE(parseByteSize("16M", &v));
   EXPECT_EQ(v, size_t{16} << 20);
-  EXPECT_TRUE(parseBytes("1G", &v));
+  EXPECT_TRUE(parseByteSize("1G", &v));
   EXPECT_EQ(v, size_t{1} << 30);
-  EXPECT_TRUE(parseBytes("64KiB", &v));
+  EXPECT_TRUE(parseByteSize("64KiB", &v));
   EXPECT_EQ(v, 65536u);
-  EXPECT_TRUE(parseBytes("64KB", &v));
+  EXPECT_TRUE(parseByteSize("64KB", &v));
   EXPECT_EQ(v, 65536u);
-  EXPECT_TRUE(parseBytes("100B", &v));
+  EXPECT_TRUE(parseByteSize("100B", &v));
   EXPECT_EQ(v, 100u);
 }
 
@@ -45,17 +47,31 @@ TEST(BenchOptions, RejectsBadByteCounts) {
   size_t v = 7;
   for (const char* bad : {"", "-1", "1.5K", "K", "12X", "8 K", "8KK", "8Kx", "99999999999999999999",
                           "17179869184G"}) {
-    EXPECT_FALSE(parseBytes(bad, &v)) << bad;
+    EXPECT_FALSE(parseByteSize(bad, &v)) << bad;
   }
   EXPECT_EQ(v, 7u);
 }
 
+TEST(BenchProgress, LineNamesSizeIndexAndPhase) {
+  EXPECT_EQ(formatProgress(4, 22, 4096, "graph"), "nccl-lamport-bench: size 5/22: 4K bytes, graph");
+  EXPECT_EQ(formatProgress(0, 1, 3000, "check"), "nccl-lamport-bench: size 1/1: 3000 bytes, check");
+}
+
+TEST(BenchProgress, OnlyOnATerminalAndNotWhenQuiet) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  EXPECT_FALSE(progressWanted(false, fds[1]));  // stderr redirected to a pipe or file: no line
+  EXPECT_FALSE(progressWanted(true, fds[1]));
+  close(fds[0]);
+  close(fds[1]);
+}
+
 TEST(BenchOptions, ShortByteLabels) {
-  EXPECT_EQ(formatBytesShort(8), "8");
-  EXPECT_EQ(formatBytesShort(2048), "2K");
-  EXPECT_EQ(formatBytesShort(size_t{16} << 20), "16M");
-  EXPECT_EQ(formatBytesShort(3000), "3000");
-  EXPECT_EQ(formatBytesShort(0), "0");
+  EXPECT_EQ(formatByteSize(8), "8");
+  EXPECT_EQ(formatByteSize(2048), "2K");
+  EXPECT_EQ(formatByteSize(size_t{16} << 20), "16M");
+  EXPECT_EQ(formatByteSize(3000), "3000");
+  EXPECT_EQ(formatByteSize(0), "0");
 }
 
 TEST(BenchOptions, DefaultSweepIsPowersOfTwoFrom8BytesTo16MiB) {
