@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cctype>
@@ -24,6 +25,8 @@
 #include "bench/rank_launcher.h"
 #include "bench/rank_results.h"
 #include "bench/report.h"
+#include "tuner/routing.h"
+#include "tuner/tuning_file.h"
 
 #ifndef NCCL_LAMPORT_BENCH_SOURCE_DIR
 #define NCCL_LAMPORT_BENCH_SOURCE_DIR ""
@@ -148,6 +151,89 @@ std::string describeRankFailures(const RankLaunch& launch, const std::vector<con
   return text;
 }
 
+/** One sweep's ranks and their rows (exits empty: the ranks could not be set up, said on stderr). */
+struct Sweep {
+  RankLaunch launch;
+  std::vector<const RankSlot*> slots;
+  std::vector<Row> rows;
+};
+
+Sweep runSweep(const BenchOptions& opt, const std::vector<SizeSpec>& sizes, int nRanks, uint64_t seed) {
+  RankPlan plan;
+  plan.options = opt;
+  plan.sizes = sizes;
+  plan.seed = seed;
+  Sweep sweep;
+  sweep.launch = launchRanks(
+      nRanks, sizeof(RankSlot), opt.timeoutSeconds,
+      [](ncclUniqueId* id) { return ncclGetUniqueId(id); },
+      [&plan](RankContext& ctx) { return runRank(ctx, plan); });
+  if (sweep.launch.exits.empty()) {
+    std::fprintf(stderr, "nccl-lamport-bench: could not set up the ranks (shared memory)\n");
+    return sweep;
+  }
+  for (int r = 0; r < nRanks; ++r) sweep.slots.push_back(static_cast<const RankSlot*>(sweep.launch.resultsOf(r)));
+  sweep.rows = aggregateRows(sweep.slots, static_cast<int>(sizes.size()));
+  return sweep;
+}
+
+/**
+ * --tune FILE (docs/tuning-file.md): a sweep with the one-shot bound raised to --max-bytes gives
+ * the one-shot crossover; at 4+ ranks a second sweep above it with the two-shot bound raised gives
+ * the two-shot one. The knobs are set in this (parent) process before the ranks fork; an older
+ * tuning file is unset so that it cannot steer the measurement.
+ */
+int runTune(BenchOptions opt, const std::vector<SizeSpec>& sizes, const RunInfo& info) {
+  unsetenv("NCCL_LAMPORT_TUNING_FILE");
+  setenv("NCCL_LAMPORT_ONESHOT_MAX_BYTES", std::to_string(opt.maxBytes).c_str(), 1);
+  unsetenv("NCCL_LAMPORT_TWOSHOT_MAX_BYTES");
+  const int mode = opt.graph() ? kGraphMode : kEagerMode;
+  std::printf("# tune: one-shot sweep, %d ranks\n", info.nRanks);
+  Sweep one = runSweep(opt, sizes, info.nRanks, info.seed);
+  if (one.launch.exits.empty() || !one.launch.allSucceeded()) {
+    std::fputs(describeRankFailures(one.launch, one.slots, opt.timeoutSeconds).c_str(), stderr);
+    return kExitFailed;
+  }
+  std::fputs((formatHeader(info, one.slots) + formatTable(one.rows)).c_str(), stdout);
+  TuningEntry entry;
+  entry.nRanks = info.nRanks;
+  entry.smArch = one.slots[0]->header.smMajor * 10 + one.slots[0]->header.smMinor;
+  entry.ncclVersion = ncclVersionString(one.slots[0]->header.ncclVersion);
+  entry.date = info.timestampUtc;
+  entry.command = shellJoin(info.argv);
+  entry.oneShotMaxBytes = estimateCrossover(one.rows).fasterUpTo[mode];
+  if (info.nRanks >= kTwoShotMinRanks) {
+    std::vector<SizeSpec> above;
+    for (const SizeSpec& size : sizes) {
+      if (size.bytes > entry.oneShotMaxBytes) above.push_back(size);
+    }
+    if (!above.empty()) {
+      setenv("NCCL_LAMPORT_ONESHOT_MAX_BYTES", std::to_string(std::max<size_t>(entry.oneShotMaxBytes, 16)).c_str(), 1);
+      setenv("NCCL_LAMPORT_TWOSHOT_MAX_BYTES", std::to_string(opt.maxBytes).c_str(), 1);
+      std::printf("# tune: two-shot sweep above %zu bytes\n", entry.oneShotMaxBytes);
+      Sweep two = runSweep(opt, above, info.nRanks, info.seed);
+      if (two.launch.exits.empty() || !two.launch.allSucceeded()) {
+        std::fputs(describeRankFailures(two.launch, two.slots, opt.timeoutSeconds).c_str(), stderr);
+        return kExitFailed;
+      }
+      std::fputs(formatTable(two.rows).c_str(), stdout);
+      entry.twoShotMaxBytes = estimateCrossover(two.rows, "lamport-2shot").fasterUpTo[mode];
+    }
+  }
+  for (const Row& row : one.rows) {
+    if (!row.ok) {
+      std::fprintf(stderr, "nccl-lamport-bench: --tune: a check failed at %zu bytes; no tuning file written\n",
+                   row.bytes);
+      return kExitFailed;
+    }
+  }
+  if (!writeFile(opt.tunePath, formatTuningFile(entry), "tuning")) return kExitFailed;
+  std::printf("# tune (%s timing): one-shot up to %zu bytes, two-shot up to %zu bytes; written to %s\n",
+              mode == kGraphMode ? "graph" : "eager", entry.oneShotMaxBytes, entry.twoShotMaxBytes,
+              opt.tunePath.c_str());
+  return kExitOk;
+}
+
 int runBench(int argc, char** argv) {
   BenchOptions opt;
   const int parsed = parseCommandLine(std::vector<std::string>(argv, argv + argc), &opt, std::cout, std::cerr);
@@ -196,22 +282,12 @@ int runBench(int argc, char** argv) {
                                   std::chrono::system_clock::now().time_since_epoch().count()) | 1;
   info.options = opt;
 
-  RankPlan plan;
-  plan.options = opt;
-  plan.sizes = sizes;
-  plan.seed = info.seed;
-  RankLaunch launch = launchRanks(
-      nRanks, sizeof(RankSlot), opt.timeoutSeconds,
-      [](ncclUniqueId* id) { return ncclGetUniqueId(id); },
-      [&plan](RankContext& ctx) { return runRank(ctx, plan); });
-  if (launch.exits.empty()) {
-    std::fprintf(stderr, "nccl-lamport-bench: could not set up the ranks (shared memory)\n");
-    return kExitFailed;
-  }
-
-  std::vector<const RankSlot*> slots;
-  for (int r = 0; r < nRanks; ++r) slots.push_back(static_cast<const RankSlot*>(launch.resultsOf(r)));
-  const std::vector<Row> rows = aggregateRows(slots, static_cast<int>(sizes.size()));
+  if (!opt.tunePath.empty()) return runTune(opt, sizes, info);
+  Sweep sweep = runSweep(opt, sizes, nRanks, info.seed);
+  if (sweep.launch.exits.empty()) return kExitFailed;
+  const RankLaunch& launch = sweep.launch;
+  const std::vector<const RankSlot*>& slots = sweep.slots;
+  const std::vector<Row>& rows = sweep.rows;
 
   std::string out = formatHeader(info, slots);
   if (nRanks == 1) out += "# 1 rank: both columns are stock NCCL (nccl-lamport takes 2 or more GPUs)\n";

@@ -45,6 +45,8 @@ constexpr uint64_t kNoKnobMaximum = std::numeric_limits<uint64_t>::max();
   NCCL_LAMPORT_KNOB(twoShotMaxBytes, Bytes, "NCCL_LAMPORT_TWOSHOT_MAX_BYTES", 0, "0", "bytes", 0,     \
       ::nccl_lamport::kNoKnobMaximum,                                                                 \
       "at >= 4 ranks, largest message taken by the two-shot kernel; 0: the built-in table (off)")    \
+  NCCL_LAMPORT_KNOB(tuningFile, Path, "NCCL_LAMPORT_TUNING_FILE", "", "unset", "path", 0, 0,          \
+      "crossovers written by nccl-lamport-bench --tune (docs/tuning-file.md); knobs above win")       \
   NCCL_LAMPORT_KNOB(workspaceMaxBytes, Bytes, "NCCL_LAMPORT_WORKSPACE_MAX_BYTES", size_t{64} << 20,   \
       "64M", "bytes", 1, ::nccl_lamport::kNoKnobMaximum,                                              \
       "cap on one rank's Lamport workspace per communicator")                                         \

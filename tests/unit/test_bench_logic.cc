@@ -527,6 +527,19 @@ TEST(Crossover, StopsWhereTheCrossoverInForceSendsCallsToNccl) {
   EXPECT_NE(formatCrossover(e).find("NCCL_LAMPORT_ONESHOT_MAX_BYTES"), std::string::npos);
 }
 
+TEST(Crossover, TwoShotSweepCountsTwoShotRows) {
+  // --tune's second sweep: sizes above the one-shot crossover take "lamport-2shot".
+  const std::vector<Row> rows = {crossoverRow(512 << 10, "lamport-2shot", 1.5, 1.8),
+                                 crossoverRow(1 << 20, "lamport-2shot", 1.2, 1.3),
+                                 crossoverRow(2 << 20, "lamport-2shot", 1.1, 0.9),
+                                 crossoverRow(4 << 20, "nccl", 1.0, 1.0)};
+  EXPECT_EQ(estimateCrossover(rows).fasterUpTo[kGraphMode], 0u);  // not one-shot rows
+  const CrossoverEstimate e = estimateCrossover(rows, "lamport-2shot");
+  EXPECT_EQ(e.fasterUpTo[kGraphMode], size_t{1} << 20);
+  EXPECT_EQ(e.fasterUpTo[kEagerMode], size_t{2} << 20);
+  EXPECT_EQ(e.firstRoutedToNccl, size_t{4} << 20);
+}
+
 TEST(Crossover, UnmeasuredModesAndBrokenRows) {
   const std::vector<Row> none = {crossoverRow(8, "lamport", NAN, NAN), crossoverRow(16, "mixed", 5.0, 5.0),
                                  crossoverRow(32, "lamport", 5.0, 5.0)};
