@@ -185,6 +185,7 @@ Sweep runSweep(const BenchOptions& opt, const std::vector<SizeSpec>& sizes, int 
  */
 int runTune(BenchOptions opt, const std::vector<SizeSpec>& sizes, const RunInfo& info) {
   unsetenv("NCCL_LAMPORT_TUNING_FILE");
+  opt.symmetric = false;  // the crossovers are against stock NCCL; the third column costs time
   setenv("NCCL_LAMPORT_ONESHOT_MAX_BYTES", std::to_string(opt.maxBytes).c_str(), 1);
   unsetenv("NCCL_LAMPORT_TWOSHOT_MAX_BYTES");
   const int mode = opt.graph() ? kGraphMode : kEagerMode;

@@ -17,6 +17,7 @@
 #include "bench/progress.h"
 #include "bench/rank_results.h"
 #include "bench/rank_sync.h"
+#include "bench/symmetric_windows.h"
 #include "nccl_lamport.h"
 
 namespace nccl_lamport::bench {
@@ -44,6 +45,8 @@ struct RankResources {
   std::vector<unsigned char> hostIn;
   std::vector<unsigned char> hostNccl;
   std::vector<unsigned char> hostLamport;
+  SymmetricWindows symmetric;  // NCCL's symmetric kernels' buffers; open only if symmetricOk
+  bool symmetricOk = false;
 };
 
 class RankRunner {
@@ -88,6 +91,16 @@ class RankRunner {
     }
     BENCH_CUDA(cudaMemsetAsync(res.barrier.get(), 0, sizeof(float), res.stream.get()));
     sync_.barrier();
+    if (opt_.symmetric) {
+      // Collective, on every rank alike (same NCCL everywhere, so the same answer everywhere).
+      sync_.setPhase("symmetric windows (ncclCommWindowRegister)");
+      std::string why;
+      res.symmetricOk = res.symmetric.open(res.comm, res.send.bytes(), &why);
+      copyString(header_.symmetricWhy, sizeof(header_.symmetricWhy), why);
+    } else {
+      copyString(header_.symmetricWhy, sizeof(header_.symmetricWhy), "--no-symmetric");
+    }
+    header_.symmetricAvailable = res.symmetricOk ? 1 : 0;
   }
 
   /** Correctness (if on) and timings of sizes[index]. */
@@ -115,21 +128,26 @@ class RankRunner {
 
     AllReduceCall calls[kPathCount];
     for (int p = 0; p < kPathCount; ++p) {
-      calls[p].fn = p == kStock ? &pncclAllReduce : &ncclAllReduce;
-      calls[p].label = p == kStock ? "nccl" : "lamport";
-      calls[p].send = res.send.get();
-      calls[p].recv = res.recv.get();
+      calls[p].fn = p == kPlugin ? &ncclAllReduce : &pncclAllReduce;
+      calls[p].label = p == kStock ? "nccl" : p == kPlugin ? "lamport" : "nccl-symmetric";
+      calls[p].send = p == kSymmetric ? res.symmetric.send() : res.send.get();
+      calls[p].recv = p == kSymmetric ? res.symmetric.recv() : res.recv.get();
       calls[p].count = size.count;
       calls[p].dtype = dtype;
       calls[p].op = op;
       calls[p].comm = res.comm;
       calls[p].stream = res.stream.get();
     }
+    if (!res.symmetricOk) calls[kSymmetric].fn = nullptr;  // not timed: "n/a"
 
     sync_.setPhase("input upload");
     fillInput(res.hostIn.data(), size.count, opt_.dtype, inputSeed(plan_.seed, ctx_.rank, size.bytes));
     BENCH_CUDA(cudaMemcpyAsync(res.send.get(), res.hostIn.data(), size.bytes,
                                cudaMemcpyHostToDevice, res.stream.get()));
+    if (res.symmetricOk) {
+      BENCH_CUDA(cudaMemcpyAsync(res.symmetric.send(), res.send.get(), size.bytes, cudaMemcpyDeviceToDevice,
+                                 res.stream.get()));
+    }
     sync_.waitStream(res.stream.get());
     progress("check");
     if (opt_.check) check(res, calls, size, sample);
@@ -180,6 +198,10 @@ class RankRunner {
       header_.lamportCallsTotal = info.lamportCalls;
       header_.ncclCallsTotal = info.ncclCalls;
     }
+    if (res.symmetricOk) {
+      sync_.setPhase("symmetric windows (ncclCommWindowDeregister)");
+      res.symmetric.close();  // collective, before the communicator goes
+    }
     sync_.setPhase("ncclCommDestroy");
     BENCH_NCCL(ncclCommDestroy(res.comm));
     res.comm = nullptr;
@@ -194,8 +216,9 @@ class RankRunner {
   /** One call of each path on poisoned outputs, compared with the fp64 reference. */
   void check(RankResources& res, const AllReduceCall (&calls)[kPathCount], const SizeSpec& size,
              SizeSample& sample) {
-    std::vector<unsigned char>* outputs[kPathCount] = {&res.hostNccl, &res.hostLamport};
-    for (int p = 0; p < kPathCount; ++p) {
+    // The symmetric kernels are timed, not checked: they are stock NCCL's own allreduce.
+    std::vector<unsigned char>* outputs[kPathCount] = {&res.hostNccl, &res.hostLamport, nullptr};
+    for (int p : {kStock, kPlugin}) {
       sync_.setPhase(std::string("check (") + calls[p].label + ")");
       ncclLamportCommInfo_t before{};
       ncclLamportCommInfo_t after{};

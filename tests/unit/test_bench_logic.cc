@@ -401,6 +401,7 @@ class ReportTest : public ::testing::Test {
         x.graphUs[kPlugin] = 2 + r;
         x.hostUs[kStock] = 1;
         x.hostUs[kPlugin] = 0.5;
+        x.eagerUs[kSymmetric] = x.graphUs[kSymmetric] = x.hostUs[kSymmetric] = NAN;  // as rank_body: not run
         x.hash[kPlugin] = 0x1234;
       }
     }
@@ -456,6 +457,30 @@ TEST_F(ReportTest, FlagsIncompletePathsAndUncheckedRows) {
   EXPECT_EQ(rows[2].check, "-");
   EXPECT_TRUE(rows[2].ok);
   EXPECT_FALSE(rows[2].routeMismatch);  // counters are compared on checked calls only
+}
+
+TEST_F(ReportTest, SymmetricKernelsColumnWhereMeasuredAndNaElsewhere) {
+  for (int r = 0; r < 2; ++r) {  // size 1 only: stock graph 6/7 us, symmetric 3.5 (max over ranks)
+    slots_[r]->sizes[1].graphUs[kSymmetric] = 3.0 + 0.5 * r;
+    slots_[r]->sizes[1].eagerUs[kSymmetric] = 5.0 + 0.5 * r;
+  }
+  const auto rows = aggregateRows(view(), 3);
+  EXPECT_TRUE(std::isnan(rows[0].graphSymmetricSpeedup));
+  EXPECT_DOUBLE_EQ(rows[1].graphUs[kSymmetric], 3.5);
+  EXPECT_DOUBLE_EQ(rows[1].graphSymmetricSpeedup, 7.0 / 3.5);
+  EXPECT_DOUBLE_EQ(rows[1].eagerSymmetricSpeedup, 11.0 / 5.5);
+  const std::string table = formatTable(rows);
+  EXPECT_NE(table.find("sym us"), std::string::npos) << table;
+  EXPECT_NE(table.find("n/a"), std::string::npos) << table;  // sizes 0 and 2
+  EXPECT_NE(table.find("2.00x"), std::string::npos) << table;  // 7 / 3.5
+  const std::string csv = formatCsv(rows);
+  EXPECT_NE(csv.find(",graph_symmetric_us,graph_symmetric_speedup\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",5.5000,2.0000,3.5000,2.0000\n"), std::string::npos) << csv;
+  const nlohmann::json doc = toJson(info(), view(), rows);
+  EXPECT_TRUE(doc["results"][0]["graph"]["symmetricUs"].is_null());
+  EXPECT_EQ(doc["results"][1]["graph"]["symmetricUs"], 3.5);
+  EXPECT_EQ(doc["results"][1]["graph"]["symmetricSpeedup"], 2.0);
+  EXPECT_EQ(doc["ranks"][0]["symmetric"]["available"], false);
 }
 
 TEST_F(ReportTest, TableCsvAndJson) {
