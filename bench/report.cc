@@ -294,11 +294,13 @@ nlohmann::json toJson(const RunInfo& info, const std::vector<const RankSlot*>& r
                     {"iters", o.iters},         {"warmup", o.warmup},
                     {"reps", o.reps},           {"graphCalls", o.graphCalls},
                     {"graphReplays", o.graphReplays}, {"mode", name(o.mode)},
-                    {"check", o.check},         {"timeoutSeconds", o.timeoutSeconds}};
+                    {"check", o.check},         {"timeoutSeconds", o.timeoutSeconds},
+                    {"symmetric", o.symmetric}};
   doc["units"] = {{"time", "us per call, median over reps"},
                   {"acrossRanks", "max"},
                   {"bandwidth", "GB/s = 1e9 bytes/s; busbw = algbw * 2(n-1)/n"},
-                  {"speedup", "stock NCCL time / nccl-lamport time"}};
+                  {"speedup", "stock NCCL time / nccl-lamport time"},
+                  {"symmetricSpeedup", "stock NCCL time / NCCL symmetric kernels' time"}};
   json rankList = json::array();
   for (size_t r = 0; r < ranks.size(); ++r) {
     const RankHeader& h = ranks[r]->header;
