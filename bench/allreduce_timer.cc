@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -120,23 +121,43 @@ void AllReduceCall::enqueue() const {
   }
 }
 
+namespace {
+
+// Timing order within a repetition: stock, symmetric, then the plugin last, so that recv holds
+// the plugin's output afterwards (rank_body.cc's repeat check reads it).
+constexpr int kOrder[kPathCount] = {kStock, kSymmetric, kPlugin};
+
+bool present(const AllReduceCall& call) { return call.fn != nullptr; }
+
+PairTiming notRun() {
+  PairTiming t{};
+  for (int p = 0; p < kPathCount; ++p) t.deviceUs[p] = t.hostUs[p] = kNaN;
+  return t;
+}
+
+}  // namespace
+
 PairTiming timeEager(const AllReduceCall (&calls)[kPathCount], const TimingSettings& settings,
                      RankSync& sync) {
-  EagerRunner stock(calls[kStock]);
-  EagerRunner plugin(calls[kPlugin]);
-  stock.warmup(settings.warmup, sync);
-  plugin.warmup(settings.warmup, sync);
-  for (int r = 0; r < settings.reps; ++r) {
-    sync.barrier();
-    stock.rep(settings.iters, sync);
-    sync.barrier();
-    plugin.rep(settings.iters, sync);  // plugin last: recv then holds the plugin's output
+  std::unique_ptr<EagerRunner> runners[kPathCount];
+  for (int p : kOrder) {
+    if (!present(calls[p])) continue;
+    runners[p] = std::make_unique<EagerRunner>(calls[p]);
+    runners[p]->warmup(settings.warmup, sync);
   }
-  PairTiming t{};
-  t.deviceUs[kStock] = stock.deviceMedian();
-  t.deviceUs[kPlugin] = plugin.deviceMedian();
-  t.hostUs[kStock] = stock.hostMedian();
-  t.hostUs[kPlugin] = plugin.hostMedian();
+  for (int r = 0; r < settings.reps; ++r) {
+    for (int p : kOrder) {
+      if (runners[p] == nullptr) continue;
+      sync.barrier();
+      runners[p]->rep(settings.iters, sync);
+    }
+  }
+  PairTiming t = notRun();
+  for (int p = 0; p < kPathCount; ++p) {
+    if (runners[p] == nullptr) continue;
+    t.deviceUs[p] = runners[p]->deviceMedian();
+    t.hostUs[p] = runners[p]->hostMedian();
+  }
   return t;
 }
 
@@ -144,25 +165,29 @@ PairTiming timeGraph(const AllReduceCall (&calls)[kPathCount], const TimingSetti
                      RankSync& sync) {
   // Eager calls first, so that any lazy set-up of NCCL or the plugin for this size happens
   // outside the capture, as in an application that runs a step eagerly before capturing it.
-  EagerRunner(calls[kStock]).warmup(std::max(1, settings.warmup), sync);
-  EagerRunner(calls[kPlugin]).warmup(std::max(1, settings.warmup), sync);
-  GraphRunner stock(calls[kStock]);
-  GraphRunner plugin(calls[kPlugin]);
-  stock.capture(settings.graphCalls, sync);
-  plugin.capture(settings.graphCalls, sync);
-  stock.warmup(settings.warmup, sync);
-  plugin.warmup(settings.warmup, sync);
-  for (int r = 0; r < settings.reps; ++r) {
-    sync.barrier();
-    stock.rep(settings.graphReplays, sync);
-    sync.barrier();
-    plugin.rep(settings.graphReplays, sync);  // plugin last, as in timeEager
+  for (int p : kOrder) {
+    if (present(calls[p])) EagerRunner(calls[p]).warmup(std::max(1, settings.warmup), sync);
   }
-  PairTiming t{};
-  t.deviceUs[kStock] = stock.deviceMedian();
-  t.deviceUs[kPlugin] = plugin.deviceMedian();
-  t.hostUs[kStock] = kNaN;
-  t.hostUs[kPlugin] = kNaN;
+  std::unique_ptr<GraphRunner> runners[kPathCount];
+  for (int p : kOrder) {
+    if (!present(calls[p])) continue;
+    runners[p] = std::make_unique<GraphRunner>(calls[p]);
+    runners[p]->capture(settings.graphCalls, sync);
+  }
+  for (int p : kOrder) {
+    if (runners[p] != nullptr) runners[p]->warmup(settings.warmup, sync);
+  }
+  for (int r = 0; r < settings.reps; ++r) {
+    for (int p : kOrder) {
+      if (runners[p] == nullptr) continue;
+      sync.barrier();
+      runners[p]->rep(settings.graphReplays, sync);
+    }
+  }
+  PairTiming t = notRun();
+  for (int p = 0; p < kPathCount; ++p) {
+    if (runners[p] != nullptr) t.deviceUs[p] = runners[p]->deviceMedian();
+  }
   return t;
 }
 

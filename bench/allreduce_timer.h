@@ -21,7 +21,7 @@ using AllReduceFn = ncclResult_t (*)(const void*, void*, size_t, ncclDataType_t,
 /** One fully specified allreduce call. */
 struct AllReduceCall {
   AllReduceFn fn = nullptr;
-  const char* label = "";  // "nccl" or "lamport", for messages
+  const char* label = "";  // "nccl", "nccl-symmetric" or "lamport", for messages
   const void* send = nullptr;
   void* recv = nullptr;
   size_t count = 0;
@@ -42,7 +42,8 @@ struct TimingSettings {
   int graphReplays = 5;   // graph launches per repetition
 };
 
-/** Medians of both paths, indexed by PathIndex. Times in us per call; NaN if not run. */
+/** Medians of every path, indexed by PathIndex. Times in us per call; NaN if not run (a call
+ *  whose fn is null, e.g. NCCL's symmetric kernels where the NCCL has none, is skipped). */
 struct PairTiming {
   double deviceUs[kPathCount];
   double hostUs[kPathCount];  // eager only: host wall time of the launch loop / iters

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <limits>
 
 namespace nccl_lamport::bench {
 
@@ -15,40 +14,6 @@ std::string lower(std::string text) {
 }
 
 }  // namespace
-
-bool parseBytes(const std::string& text, size_t* out) {
-  size_t pos = 0;
-  uint64_t value = 0;
-  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return false;
-  while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) {
-    const uint64_t digit = static_cast<uint64_t>(text[pos] - '0');
-    if (value > (std::numeric_limits<uint64_t>::max() - digit) / 10) return false;
-    value = value * 10 + digit;
-    ++pos;
-  }
-  const std::string suffix = lower(text.substr(pos));
-  int shift = 0;
-  std::string unit = suffix;
-  if (!suffix.empty() && (suffix[0] == 'k' || suffix[0] == 'm' || suffix[0] == 'g')) {
-    shift = suffix[0] == 'k' ? 10 : suffix[0] == 'm' ? 20 : 30;
-    unit = suffix.substr(1);
-    if (unit != "" && unit != "b" && unit != "ib") return false;
-  } else if (unit != "" && unit != "b") {
-    return false;
-  }
-  if (shift > 0 && value > (std::numeric_limits<uint64_t>::max() >> shift)) return false;
-  value <<= shift;
-  if (value > std::numeric_limits<size_t>::max()) return false;
-  *out = static_cast<size_t>(value);
-  return true;
-}
-
-std::string formatBytesShort(size_t bytes) {
-  if (bytes != 0 && bytes % (size_t{1} << 30) == 0) return std::to_string(bytes >> 30) + "G";
-  if (bytes != 0 && bytes % (size_t{1} << 20) == 0) return std::to_string(bytes >> 20) + "M";
-  if (bytes != 0 && bytes % (size_t{1} << 10) == 0) return std::to_string(bytes >> 10) + "K";
-  return std::to_string(bytes);
-}
 
 std::vector<SizeSpec> makeSizeList(size_t minBytes, size_t maxBytes, double factor,
                                    size_t elementSize, std::string* error) {

@@ -1,5 +1,5 @@
 // nccl-lamport-bench: what one run measures (the parsed command line) and the pure helpers that
-// turn option text into values: byte sizes with K/M/G suffixes, the list of message sizes,
+// turn option text into values: the list of message sizes,
 // datatype and op names. No CUDA, no NCCL calls: the CPU tests cover all of it.
 #pragma once
 
@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "common/byte_size.h"
 
 namespace nccl_lamport::bench {
 
@@ -35,10 +37,13 @@ struct BenchOptions {
   int graphCalls = 20;                   // --graph-calls: allreduce calls captured in one graph
   int graphReplays = 5;                  // --graph-replays: graph launches per timed repetition
   TimingMode mode = TimingMode::kBoth;   // --mode
-  bool check = true;                     // --check / --no-check
+  bool check = true;                     // --no-check clears it
   uint64_t seed = 0;                     // --seed (0 on the command line: pick from the clock)
   double timeoutSeconds = 600.0;         // --timeout: whole run, every rank
-  bool verbose = false;                  // --verbose: rank 0 reports progress on stderr
+  bool verbose = false;                  // --verbose: rank 0 prints one line per finished size on stderr
+  bool quiet = false;                    // --quiet: no progress line on stderr
+  bool symmetric = true;                 // --no-symmetric clears it: NCCL's symmetric kernels column
+  std::string tunePath;                  // --tune: measure the crossovers, write them to this file
   std::string csvPath;                   // --csv
   std::string jsonPath;                  // --json
   std::string plotPath;                  // --plot
@@ -57,15 +62,9 @@ struct SizeSpec {
 /** The most sizes one run measures (the shared results area is sized for it). */
 constexpr int kMaxSizes = 256;
 
-/**
- * Parses a byte count: digits, optionally followed by K, M or G (binary: 1K = 1024), optionally
- * followed by "B" or "iB" ("64K", "64KB", "64KiB", "8m" all work). False on anything else,
- * on a negative number or on overflow.
- */
-[[nodiscard]] bool parseBytes(const std::string& text, size_t* out);
-
-/** Short label of a byte count: "8", "2K", "16M"; a count that is no whole K/M/G stays in bytes. */
-[[nodiscard]] std::string formatBytesShort(size_t bytes);
+/** Byte counts use the knobs' syntax (common/byte_size.h): parseByteSize / formatByteSize. This
+ *  name stays for the loopback report. */
+[[nodiscard]] inline std::string formatBytesShort(size_t bytes) { return formatByteSize(bytes); }
 
 /**
  * The sweep: minBytes, minBytes*factor, ... up to maxBytes, each rounded down to whole elements

@@ -14,13 +14,13 @@ nlohmann::json bytesOrNull(size_t bytes) { return bytes == 0 ? nlohmann::json(nu
 
 }  // namespace
 
-CrossoverEstimate estimateCrossover(const std::vector<Row>& rows) {
+CrossoverEstimate estimateCrossover(const std::vector<Row>& rows, const std::string& lamportPath) {
   CrossoverEstimate e;
   bool stopped[2] = {false, false};
   for (const Row& row : rows) {
     if (row.path == "nccl" && e.firstRoutedToNccl == 0) e.firstRoutedToNccl = row.bytes;
     // Past the crossover in force nothing more can be compared; "mixed" rows are broken runs.
-    if (row.path != "lamport" || e.firstRoutedToNccl != 0) {
+    if (row.path != lamportPath || e.firstRoutedToNccl != 0) {
       stopped[0] = stopped[1] = true;
       continue;
     }

@@ -31,8 +31,10 @@ struct CrossoverEstimate {
   size_t firstRoutedToNccl = 0;
 };
 
-/** The estimate from rows sorted by size (aggregateRows' order). */
-[[nodiscard]] CrossoverEstimate estimateCrossover(const std::vector<Row>& rows);
+/** The estimate from rows sorted by size (aggregateRows' order). lamportPath: the Row::path of
+ *  the kernel being measured ("lamport" for the one-shot, "lamport-2shot" for the two-shot). */
+[[nodiscard]] CrossoverEstimate estimateCrossover(const std::vector<Row>& rows,
+                                                  const std::string& lamportPath = "lamport");
 
 /** One "# ..." line for the stdout report. */
 [[nodiscard]] std::string formatCrossover(const CrossoverEstimate& estimate);

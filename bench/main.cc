@@ -2,12 +2,12 @@
 // interposer) in one run, one process per local GPU, eager and CUDA-graph timing, correctness
 // against an fp64 reference. This file: options, orchestration, output. The parent process never
 // initialises CUDA or NCCL (every rank is a forked child, see rank_launcher.h).
-#include <CLI/CLI.hpp>
 #include <nccl.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cctype>
@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_cli.h"
 #include "bench/bench_options.h"
 #include "bench/crossover.h"
 #include "bench/loopback.h"
@@ -24,104 +25,15 @@
 #include "bench/rank_launcher.h"
 #include "bench/rank_results.h"
 #include "bench/report.h"
+#include "tuner/routing.h"
+#include "tuner/tuning_file.h"
 
-#ifndef NCCL_LAMPORT_VERSION
-#define NCCL_LAMPORT_VERSION "unknown"
-#endif
 #ifndef NCCL_LAMPORT_BENCH_SOURCE_DIR
 #define NCCL_LAMPORT_BENCH_SOURCE_DIR ""
 #endif
 
 namespace nccl_lamport::bench {
 namespace {
-
-constexpr int kExitFailed = 1;  // a check failed or a rank failed
-constexpr int kExitUsage = 2;   // bad options, or nothing to run on
-
-struct OptionText {
-  std::string minBytes = "8";
-  std::string maxBytes = "16M";
-  std::string dtype = "bf16";
-  std::string op = "sum";
-  std::string mode = "both";
-};
-
-// Returns -1 when the run should go on, else the exit status.
-int parseCommandLine(int argc, char** argv, BenchOptions* opt) {
-  OptionText text;
-  CLI::App app{"nccl-lamport-bench: small-allreduce latency of stock NCCL against nccl-lamport,\n"
-               "one process per GPU, eager and CUDA-graph timing, checked against fp64.\n"
-               "Times are medians over reps, then the max over ranks, in us per call."};
-  app.set_version_flag("--version", std::string("nccl-lamport-bench ") + NCCL_LAMPORT_VERSION);
-  app.add_option("--gpus", opt->gpus, "ranks = GPUs to use, one process each (0 = all local GPUs)")
-      ->check(CLI::Range(0, 4096))
-      ->capture_default_str();
-  app.add_option("--min-bytes", text.minBytes, "smallest message, bytes (K/M/G suffixes: 1K = 1024)")
-      ->type_name("BYTES")
-      ->capture_default_str();
-  app.add_option("--max-bytes", text.maxBytes, "largest message, bytes (K/M/G suffixes)")
-      ->type_name("BYTES")
-      ->capture_default_str();
-  app.add_option("--step-factor", opt->stepFactor, "each size is the previous one times this")
-      ->capture_default_str();
-  app.add_option("--dtype", text.dtype, "datatype")->type_name("bf16|fp16|fp32")->capture_default_str();
-  app.add_option("--op", text.op, "reduction")->type_name("sum|avg")->capture_default_str();
-  app.add_option("--iters", opt->iters, "eager: back-to-back calls per timed repetition")
-      ->check(CLI::Range(1, 10000000))
-      ->capture_default_str();
-  app.add_option("--warmup", opt->warmup, "untimed calls per path and size before timing")
-      ->check(CLI::Range(0, 10000000))
-      ->capture_default_str();
-  app.add_option("--reps", opt->reps, "timed repetitions; the median is reported")
-      ->check(CLI::Range(1, 100000))
-      ->capture_default_str();
-  CLI::Option* graphCalls =
-      app.add_option("--graph-calls", opt->graphCalls, "graph: allreduce calls captured in one CUDA graph "
-                     "(--loopback: 50 unless given)")
-          ->check(CLI::Range(1, 100000))
-          ->capture_default_str();
-  app.add_option("--graph-replays", opt->graphReplays, "graph: launches of the graph per timed repetition")
-      ->check(CLI::Range(1, 100000))
-      ->capture_default_str();
-  app.add_option("--mode", text.mode, "timing modes to run")->type_name("eager|graph|both")->capture_default_str();
-  app.add_flag("--check,!--no-check", opt->check,
-               "compare both paths with an fp64 reference on poisoned outputs (default on)");
-  app.add_option("--seed", opt->seed, "input seed (0 = from the clock; printed, to repeat a run)")
-      ->capture_default_str();
-  app.add_option("--timeout", opt->timeoutSeconds, "seconds the whole run may take; ranks still "
-                 "running then are killed")
-      ->check(CLI::Range(1.0, 1e7))
-      ->capture_default_str();
-  app.add_option("--csv", opt->csvPath, "also write the table as CSV to FILE")->type_name("FILE");
-  app.add_option("--json", opt->jsonPath, "also write every number, the metadata and the command line as JSON to FILE")
-      ->type_name("FILE");
-  app.add_option("--plot", opt->plotPath, "also draw a PNG to FILE (runs plot_results.py; needs python3 + matplotlib)")
-      ->type_name("FILE");
-  app.add_flag("-v,--verbose", opt->verbose, "rank 0 reports each finished size on stderr");
-  app.add_option("--loopback", opt->loopback,
-                 "kernel speed on ONE GPU: N ranks as N streams of one process (2..8), real workspaces "
-                 "and kernels, no NCCL and no NVLink hop; times every kernel variant against the "
-                 "baseline kernel in the same run")
-      ->check(CLI::Range(2, 8))
-      ->type_name("N");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : kExitUsage;
-  }
-  auto bad = [](const std::string& why) {
-    std::fprintf(stderr, "nccl-lamport-bench: %s (see --help)\n", why.c_str());
-    return kExitUsage;
-  };
-  if (!parseBytes(text.minBytes, &opt->minBytes)) return bad("--min-bytes: not a byte count: " + text.minBytes);
-  if (!parseBytes(text.maxBytes, &opt->maxBytes)) return bad("--max-bytes: not a byte count: " + text.maxBytes);
-  if (!parseDType(text.dtype, &opt->dtype)) return bad("--dtype must be bf16, fp16 or fp32, not " + text.dtype);
-  if (!parseReduceOp(text.op, &opt->op)) return bad("--op must be sum or avg, not " + text.op);
-  if (!parseTimingMode(text.mode, &opt->mode)) return bad("--mode must be eager, graph or both, not " + text.mode);
-  if (opt->loopback > 0 && graphCalls->count() == 0) opt->graphCalls = 50;  // SPEC 8: chains of 50
-  return -1;
-}
 
 // The driver release from /proc ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64
 // 580.159.04 Release Build ..."): the first word after "Kernel Module" made of digits and dots.
@@ -239,9 +151,93 @@ std::string describeRankFailures(const RankLaunch& launch, const std::vector<con
   return text;
 }
 
+/** One sweep's ranks and their rows (exits empty: the ranks could not be set up, said on stderr). */
+struct Sweep {
+  RankLaunch launch;
+  std::vector<const RankSlot*> slots;
+  std::vector<Row> rows;
+};
+
+Sweep runSweep(const BenchOptions& opt, const std::vector<SizeSpec>& sizes, int nRanks, uint64_t seed) {
+  RankPlan plan;
+  plan.options = opt;
+  plan.sizes = sizes;
+  plan.seed = seed;
+  Sweep sweep;
+  sweep.launch = launchRanks(
+      nRanks, sizeof(RankSlot), opt.timeoutSeconds,
+      [](ncclUniqueId* id) { return ncclGetUniqueId(id); },
+      [&plan](RankContext& ctx) { return runRank(ctx, plan); });
+  if (sweep.launch.exits.empty()) {
+    std::fprintf(stderr, "nccl-lamport-bench: could not set up the ranks (shared memory)\n");
+    return sweep;
+  }
+  for (int r = 0; r < nRanks; ++r) sweep.slots.push_back(static_cast<const RankSlot*>(sweep.launch.resultsOf(r)));
+  sweep.rows = aggregateRows(sweep.slots, static_cast<int>(sizes.size()));
+  return sweep;
+}
+
+/**
+ * --tune FILE (docs/tuning-file.md): a sweep with the one-shot bound raised to --max-bytes gives
+ * the one-shot crossover; at 4+ ranks a second sweep above it with the two-shot bound raised gives
+ * the two-shot one. The knobs are set in this (parent) process before the ranks fork; an older
+ * tuning file is unset so that it cannot steer the measurement.
+ */
+int runTune(BenchOptions opt, const std::vector<SizeSpec>& sizes, const RunInfo& info) {
+  unsetenv("NCCL_LAMPORT_TUNING_FILE");
+  opt.symmetric = false;  // the crossovers are against stock NCCL; the third column costs time
+  setenv("NCCL_LAMPORT_ONESHOT_MAX_BYTES", std::to_string(opt.maxBytes).c_str(), 1);
+  unsetenv("NCCL_LAMPORT_TWOSHOT_MAX_BYTES");
+  const int mode = opt.graph() ? kGraphMode : kEagerMode;
+  std::printf("# tune: one-shot sweep, %d ranks\n", info.nRanks);
+  Sweep one = runSweep(opt, sizes, info.nRanks, info.seed);
+  if (one.launch.exits.empty() || !one.launch.allSucceeded()) {
+    std::fputs(describeRankFailures(one.launch, one.slots, opt.timeoutSeconds).c_str(), stderr);
+    return kExitFailed;
+  }
+  std::fputs((formatHeader(info, one.slots) + formatTable(one.rows)).c_str(), stdout);
+  TuningEntry entry;
+  entry.nRanks = info.nRanks;
+  entry.smArch = one.slots[0]->header.smMajor * 10 + one.slots[0]->header.smMinor;
+  entry.ncclVersion = ncclVersionString(one.slots[0]->header.ncclVersion);
+  entry.date = info.timestampUtc;
+  entry.command = shellJoin(info.argv);
+  entry.oneShotMaxBytes = estimateCrossover(one.rows).fasterUpTo[mode];
+  if (info.nRanks >= kTwoShotMinRanks) {
+    std::vector<SizeSpec> above;
+    for (const SizeSpec& size : sizes) {
+      if (size.bytes > entry.oneShotMaxBytes) above.push_back(size);
+    }
+    if (!above.empty()) {
+      setenv("NCCL_LAMPORT_ONESHOT_MAX_BYTES", std::to_string(std::max<size_t>(entry.oneShotMaxBytes, 16)).c_str(), 1);
+      setenv("NCCL_LAMPORT_TWOSHOT_MAX_BYTES", std::to_string(opt.maxBytes).c_str(), 1);
+      std::printf("# tune: two-shot sweep above %zu bytes\n", entry.oneShotMaxBytes);
+      Sweep two = runSweep(opt, above, info.nRanks, info.seed);
+      if (two.launch.exits.empty() || !two.launch.allSucceeded()) {
+        std::fputs(describeRankFailures(two.launch, two.slots, opt.timeoutSeconds).c_str(), stderr);
+        return kExitFailed;
+      }
+      std::fputs(formatTable(two.rows).c_str(), stdout);
+      entry.twoShotMaxBytes = estimateCrossover(two.rows, "lamport-2shot").fasterUpTo[mode];
+    }
+  }
+  for (const Row& row : one.rows) {
+    if (!row.ok) {
+      std::fprintf(stderr, "nccl-lamport-bench: --tune: a check failed at %zu bytes; no tuning file written\n",
+                   row.bytes);
+      return kExitFailed;
+    }
+  }
+  if (!writeFile(opt.tunePath, formatTuningFile(entry), "tuning")) return kExitFailed;
+  std::printf("# tune (%s timing): one-shot up to %zu bytes, two-shot up to %zu bytes; written to %s\n",
+              mode == kGraphMode ? "graph" : "eager", entry.oneShotMaxBytes, entry.twoShotMaxBytes,
+              opt.tunePath.c_str());
+  return kExitOk;
+}
+
 int runBench(int argc, char** argv) {
   BenchOptions opt;
-  const int parsed = parseCommandLine(argc, argv, &opt);
+  const int parsed = parseCommandLine(std::vector<std::string>(argv, argv + argc), &opt, std::cout, std::cerr);
   if (parsed >= 0) return parsed;
   if (opt.loopback > 0) {
     const uint64_t seed =
@@ -287,22 +283,12 @@ int runBench(int argc, char** argv) {
                                   std::chrono::system_clock::now().time_since_epoch().count()) | 1;
   info.options = opt;
 
-  RankPlan plan;
-  plan.options = opt;
-  plan.sizes = sizes;
-  plan.seed = info.seed;
-  RankLaunch launch = launchRanks(
-      nRanks, sizeof(RankSlot), opt.timeoutSeconds,
-      [](ncclUniqueId* id) { return ncclGetUniqueId(id); },
-      [&plan](RankContext& ctx) { return runRank(ctx, plan); });
-  if (launch.exits.empty()) {
-    std::fprintf(stderr, "nccl-lamport-bench: could not set up the ranks (shared memory)\n");
-    return kExitFailed;
-  }
-
-  std::vector<const RankSlot*> slots;
-  for (int r = 0; r < nRanks; ++r) slots.push_back(static_cast<const RankSlot*>(launch.resultsOf(r)));
-  const std::vector<Row> rows = aggregateRows(slots, static_cast<int>(sizes.size()));
+  if (!opt.tunePath.empty()) return runTune(opt, sizes, info);
+  Sweep sweep = runSweep(opt, sizes, nRanks, info.seed);
+  if (sweep.launch.exits.empty()) return kExitFailed;
+  const RankLaunch& launch = sweep.launch;
+  const std::vector<const RankSlot*>& slots = sweep.slots;
+  const std::vector<Row>& rows = sweep.rows;
 
   std::string out = formatHeader(info, slots);
   if (nRanks == 1) out += "# 1 rank: both columns are stock NCCL (nccl-lamport takes 2 or more GPUs)\n";
@@ -327,7 +313,7 @@ int runBench(int argc, char** argv) {
   std::fflush(stdout);
   std::fputs(describeRankFailures(launch, slots, opt.timeoutSeconds).c_str(), stderr);
 
-  if (!opt.csvPath.empty()) writeFile(opt.csvPath, formatCsv(rows), "CSV");
+  if (!opt.csvPath.empty()) ok = writeFile(opt.csvPath, formatCsv(rows), "CSV") && ok;
   std::string jsonPath = opt.jsonPath;
   bool tempJson = false;
   if (jsonPath.empty() && !opt.plotPath.empty()) {
@@ -343,6 +329,7 @@ int runBench(int argc, char** argv) {
     nlohmann::json doc = toJson(info, slots, rows);
     doc["crossover"] = crossoverJson(crossover);
     const bool written = writeFile(jsonPath, doc.dump(2) + "\n", "JSON");
+    ok = (written || tempJson) && ok;
     if (written && !opt.plotPath.empty()) (void)runPlot(jsonPath, opt.plotPath);
   }
   if (tempJson) unlink(jsonPath.c_str());

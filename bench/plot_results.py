@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Draws a PNG from the JSON of nccl-lamport-bench (--json FILE).
 
-Top panel: time per call (us, max over ranks) against message size, stock NCCL and nccl-lamport,
-eager and CUDA-graph. Bottom panel: speedup (stock time / nccl-lamport time). Sizes where the
-plugin routes to NCCL are shaded.
+Top panel: time per call (microseconds, max over ranks) against message size (bytes, log scale):
+stock NCCL, NCCL's symmetric kernels (registered windows; drawn where the run measured them) and
+nccl-lamport, eager and CUDA graph. Bottom panel: speedup over stock NCCL (stock time / time) of
+nccl-lamport and of the symmetric kernels. Sizes where the plugin routes to NCCL are shaded.
 
     plot_results.py results.json --output results.png [--title TEXT]
 
@@ -63,22 +64,26 @@ def main(argv):
 
     fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(10, 8),
                                       gridspec_kw={"height_ratios": [3, 2]})
-    styles = {("eager", "ncclUs"): ("stock NCCL, eager", "tab:gray", "--"),
-              ("eager", "lamportUs"): ("nccl-lamport, eager", "tab:blue", "--"),
-              ("graph", "ncclUs"): ("stock NCCL, CUDA graph", "black", "-"),
-              ("graph", "lamportUs"): ("nccl-lamport, CUDA graph", "tab:red", "-")}
-    for (mode, key), (label, color, line) in styles.items():
-        xs, ys = series(results, mode, key)
-        if xs:
-            top.plot(xs, ys, line, marker="o", markersize=3, color=color, label=label)
-    for mode, color, line in (("eager", "tab:blue", "--"), ("graph", "tab:red", "-")):
-        xs, ys = series(results, mode, "speedup")
-        if xs:
-            bottom.plot(xs, ys, line, marker="o", markersize=3, color=color, label=mode)
-    bottom.axhline(1.0, color="black", linewidth=0.8)
+    # One colour per implementation, one line style per timing mode.
+    paths = (("ncclUs", None, "stock NCCL", "black"),
+             ("symmetricUs", "symmetricSpeedup", "NCCL symmetric kernels", "tab:green"),
+             ("lamportUs", "speedup", "nccl-lamport", "tab:red"))
+    modes = (("eager", "eager", "--", "s"), ("graph", "CUDA graph", "-", "o"))
+    for key, speedup_key, name, color in paths:
+        for mode, mode_name, line, marker in modes:
+            xs, ys = series(results, mode, key)
+            if xs:
+                top.plot(xs, ys, line, marker=marker, markersize=3, color=color,
+                         label=f"{name}, {mode_name}")
+            if speedup_key:
+                xs, ys = series(results, mode, speedup_key)
+                if xs:
+                    bottom.plot(xs, ys, line, marker=marker, markersize=3, color=color,
+                                label=f"{name}, {mode_name}")
+    bottom.axhline(1.0, color="black", linewidth=0.8, label="stock NCCL (= 1)")
 
     for row in results:
-        if row.get("path") != "lamport":
+        if row.get("path") not in ("lamport", "lamport-2shot"):
             for axis in (top, bottom):
                 axis.axvspan(row["bytes"] / 1.41, row["bytes"] * 1.41, color="0.93", zorder=0)
         if not (row.get("check") or {}).get("ok", True):
@@ -90,14 +95,19 @@ def main(argv):
     top.yaxis.set_major_formatter(plain)
     top.yaxis.set_minor_formatter(plain)
     top.tick_params(axis="y", which="minor", labelsize=7)
-    top.set_ylabel("us per call (median, max over ranks)")
+    top.set_ylabel("time per call, \u00b5s (median, max over ranks)")
     top.set_title(title)
     top.grid(True, which="both", alpha=0.3)
     top.legend(fontsize=8)
-    bottom.set_ylabel("speedup (stock / nccl-lamport)")
-    bottom.set_xlabel("message size, bytes (shaded: routed to NCCL)")
+    bottom.set_ylabel("speedup over stock NCCL\n(stock time / time)")
+    shaded = any(row.get("path") not in ("lamport", "lamport-2shot") for row in results)
+    bottom.set_xlabel("message size, bytes (log scale; K = 1024)"
+                      + ("; shaded: nccl-lamport routes to NCCL" if shaded else ""))
     bottom.grid(True, which="both", alpha=0.3)
-    bottom.legend(fontsize=8)
+    # Room above the curves for the legend, so it never hides a point.
+    low, high = bottom.get_ylim()
+    bottom.set_ylim(min(low, 0.9), high + (high - low) * 0.45)
+    bottom.legend(fontsize=7, ncol=3, loc="upper center")
     ticks = [row["bytes"] for row in results]
     bottom.set_xticks(ticks)
     bottom.set_xticklabels([size_label(b) for b in ticks], rotation=60, fontsize=7)

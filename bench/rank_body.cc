@@ -14,8 +14,10 @@
 #include "bench/allreduce_timer.h"
 #include "bench/correctness.h"
 #include "bench/cuda_util.h"
+#include "bench/progress.h"
 #include "bench/rank_results.h"
 #include "bench/rank_sync.h"
+#include "bench/symmetric_windows.h"
 #include "nccl_lamport.h"
 
 namespace nccl_lamport::bench {
@@ -43,12 +45,15 @@ struct RankResources {
   std::vector<unsigned char> hostIn;
   std::vector<unsigned char> hostNccl;
   std::vector<unsigned char> hostLamport;
+  SymmetricWindows symmetric;  // NCCL's symmetric kernels' buffers; open only if symmetricOk
+  bool symmetricOk = false;
 };
 
 class RankRunner {
  public:
   RankRunner(RankContext& ctx, const RankPlan& plan, RankSync& sync)
-      : ctx_(ctx), plan_(plan), opt_(plan.options), sync_(sync), header_(sync.mySlot().header) {}
+      : ctx_(ctx), plan_(plan), opt_(plan.options), sync_(sync), header_(sync.mySlot().header),
+        progress_(ctx.rank == 0 && progressWanted(plan.options.quiet, STDERR_FILENO)) {}
 
   /** Device, identity, versions; before the communicator exists. */
   void describeDevice() {
@@ -86,6 +91,16 @@ class RankRunner {
     }
     BENCH_CUDA(cudaMemsetAsync(res.barrier.get(), 0, sizeof(float), res.stream.get()));
     sync_.barrier();
+    if (opt_.symmetric) {
+      // Collective, on every rank alike (same NCCL everywhere, so the same answer everywhere).
+      sync_.setPhase("symmetric windows (ncclCommWindowRegister)");
+      std::string why;
+      res.symmetricOk = res.symmetric.open(res.comm, res.send.bytes(), &why);
+      copyString(header_.symmetricWhy, sizeof(header_.symmetricWhy), why);
+    } else {
+      copyString(header_.symmetricWhy, sizeof(header_.symmetricWhy), "--no-symmetric");
+    }
+    header_.symmetricAvailable = res.symmetricOk ? 1 : 0;
   }
 
   /** Correctness (if on) and timings of sizes[index]. */
@@ -101,6 +116,9 @@ class RankRunner {
       sample.hostUs[p] = kNaN;
     }
     sync_.setContext("size " + std::to_string(size.bytes) + " B");
+    auto progress = [&](const char* phase) {
+      if (progress_) showProgress(formatProgress(index, static_cast<int>(plan_.sizes.size()), size.bytes, phase));
+    };
 
     const ncclDataType_t dtype = toNccl(opt_.dtype);
     const ncclRedOp_t op = toNccl(opt_.op);
@@ -110,22 +128,28 @@ class RankRunner {
 
     AllReduceCall calls[kPathCount];
     for (int p = 0; p < kPathCount; ++p) {
-      calls[p].fn = p == kStock ? &pncclAllReduce : &ncclAllReduce;
-      calls[p].label = p == kStock ? "nccl" : "lamport";
-      calls[p].send = res.send.get();
-      calls[p].recv = res.recv.get();
+      calls[p].fn = p == kPlugin ? &ncclAllReduce : &pncclAllReduce;
+      calls[p].label = p == kStock ? "nccl" : p == kPlugin ? "lamport" : "nccl-symmetric";
+      calls[p].send = p == kSymmetric ? res.symmetric.send() : res.send.get();
+      calls[p].recv = p == kSymmetric ? res.symmetric.recv() : res.recv.get();
       calls[p].count = size.count;
       calls[p].dtype = dtype;
       calls[p].op = op;
       calls[p].comm = res.comm;
       calls[p].stream = res.stream.get();
     }
+    if (!res.symmetricOk) calls[kSymmetric].fn = nullptr;  // not timed: "n/a"
 
     sync_.setPhase("input upload");
     fillInput(res.hostIn.data(), size.count, opt_.dtype, inputSeed(plan_.seed, ctx_.rank, size.bytes));
     BENCH_CUDA(cudaMemcpyAsync(res.send.get(), res.hostIn.data(), size.bytes,
                                cudaMemcpyHostToDevice, res.stream.get()));
+    if (res.symmetricOk) {
+      BENCH_CUDA(cudaMemcpyAsync(res.symmetric.send(), res.send.get(), size.bytes, cudaMemcpyDeviceToDevice,
+                                 res.stream.get()));
+    }
     sync_.waitStream(res.stream.get());
+    progress("check");
     if (opt_.check) check(res, calls, size, sample);
 
     TimingSettings settings;
@@ -135,6 +159,7 @@ class RankRunner {
     settings.graphCalls = opt_.graphCalls;
     settings.graphReplays = opt_.graphReplays;
     if (opt_.eager()) {
+      progress("eager");
       const PairTiming t = timeEager(calls, settings, sync_);
       for (int p = 0; p < kPathCount; ++p) {
         sample.eagerUs[p] = t.deviceUs[p];
@@ -142,6 +167,7 @@ class RankRunner {
       }
     }
     if (opt_.graph()) {
+      progress("graph");
       const PairTiming t = timeGraph(calls, settings, sync_);
       for (int p = 0; p < kPathCount; ++p) sample.graphUs[p] = t.deviceUs[p];
     }
@@ -155,6 +181,7 @@ class RankRunner {
     sample.measured = 1;
     header_.sizesDone = index + 1;
     if (opt_.verbose && ctx_.rank == 0) {
+      if (progress_) clearProgress();
       std::fprintf(stderr, "nccl-lamport-bench: rank 0 done with %zu bytes (%s)\n", size.bytes,
                    path == ncclLamportPathNccl ? "nccl" : path == ncclLamportPathTwoShot ? "lamport-2shot" : "lamport");
     }
@@ -162,6 +189,7 @@ class RankRunner {
 
   /** Final barrier, counters, ncclCommDestroy. */
   void tearDown(RankResources& res) {
+    if (progress_) clearProgress();
     sync_.setContext("");
     sync_.setPhase("teardown");
     sync_.barrier();  // nobody unmaps its workspace while a peer may still write into it
@@ -169,6 +197,10 @@ class RankRunner {
     if (ncclLamportGetCommInfo(res.comm, &info) == ncclSuccess) {
       header_.lamportCallsTotal = info.lamportCalls;
       header_.ncclCallsTotal = info.ncclCalls;
+    }
+    if (res.symmetricOk) {
+      sync_.setPhase("symmetric windows (ncclCommWindowDeregister)");
+      res.symmetric.close();  // collective, before the communicator goes
     }
     sync_.setPhase("ncclCommDestroy");
     BENCH_NCCL(ncclCommDestroy(res.comm));
@@ -184,8 +216,9 @@ class RankRunner {
   /** One call of each path on poisoned outputs, compared with the fp64 reference. */
   void check(RankResources& res, const AllReduceCall (&calls)[kPathCount], const SizeSpec& size,
              SizeSample& sample) {
-    std::vector<unsigned char>* outputs[kPathCount] = {&res.hostNccl, &res.hostLamport};
-    for (int p = 0; p < kPathCount; ++p) {
+    // The symmetric kernels are timed, not checked: they are stock NCCL's own allreduce.
+    std::vector<unsigned char>* outputs[kPathCount] = {&res.hostNccl, &res.hostLamport, nullptr};
+    for (int p : {kStock, kPlugin}) {
       sync_.setPhase(std::string("check (") + calls[p].label + ")");
       ncclLamportCommInfo_t before{};
       ncclLamportCommInfo_t after{};
@@ -219,6 +252,7 @@ class RankRunner {
   const BenchOptions& opt_;
   RankSync& sync_;
   RankHeader& header_;
+  const bool progress_;  // rank 0 draws the progress line (bench/progress.h says when)
 };
 
 }  // namespace

@@ -15,8 +15,9 @@
 
 namespace nccl_lamport::bench {
 
-/** Index of the two paths in the per-path arrays below. */
-enum PathIndex : int { kStock = 0, kPlugin = 1, kPathCount = 2 };
+/** Index of the paths in the per-path arrays below: stock NCCL, nccl-lamport, and NCCL's
+ *  symmetric kernels (pncclAllReduce on buffers in registered symmetric windows, NCCL >= 2.27). */
+enum PathIndex : int { kStock = 0, kPlugin = 1, kSymmetric = 2, kPathCount = 3 };
 
 /** One rank's measurements of one message size. Times: microseconds per call; NaN = not run. */
 struct SizeSample {
@@ -51,6 +52,8 @@ struct RankHeader {
   int32_t smMajor;
   int32_t smMinor;
   int32_t sizesDone;           // number of sizes fully measured
+  int32_t symmetricAvailable;  // 1 if NCCL's symmetric windows were registered (kSymmetric timed)
+  char symmetricWhy[128];      // why not, when symmetricAvailable is 0
   char gpuName[128];
   char busId[32];
   ncclLamportCommInfo_t commInfo;  // right after ncclCommInitRank

@@ -47,8 +47,8 @@ nlohmann::json numberOrNull(double value) {
 
 std::string sizeRange(const BenchOptions& o) {
   char text[128];
-  std::snprintf(text, sizeof(text), "%s..%s bytes, x%g", formatBytesShort(o.minBytes).c_str(),
-                formatBytesShort(o.maxBytes).c_str(), o.stepFactor);
+  std::snprintf(text, sizeof(text), "%s..%s bytes, x%g", formatByteSize(o.minBytes).c_str(),
+                formatByteSize(o.maxBytes).c_str(), o.stepFactor);
   return text;
 }
 
@@ -120,6 +120,8 @@ std::vector<Row> aggregateRows(const std::vector<const RankSlot*>& ranks, int nS
     row.path = row.pathConsistent ? pathName(firstPath) : "mixed";
     row.eagerSpeedup = ratio(row.eagerUs[kStock], row.eagerUs[kPlugin]);
     row.graphSpeedup = ratio(row.graphUs[kStock], row.graphUs[kPlugin]);
+    row.eagerSymmetricSpeedup = ratio(row.eagerUs[kStock], row.eagerUs[kSymmetric]);
+    row.graphSymmetricSpeedup = ratio(row.graphUs[kStock], row.graphUs[kSymmetric]);
     const double pluginUs = std::isnan(row.graphUs[kPlugin]) ? row.eagerUs[kPlugin] : row.graphUs[kPlugin];
     row.algbwGBs = algBandwidthGBs(row.bytes, pluginUs);
     row.busbwGBs = busBandwidthGBs(row.bytes, pluginUs, nRanks);
@@ -199,6 +201,13 @@ std::string formatHeader(const RunInfo& info, const std::vector<const RankSlot*>
   } else {
     out << "# communicator: ncclLamportGetCommInfo failed\n";
   }
+  if (!ranks.empty()) {
+    const RankHeader& h0 = ranks[0]->header;
+    out << "# NCCL symmetric kernels (registered windows): "
+        << (h0.symmetricAvailable != 0 ? std::string("timed (sym columns)")
+                                       : "n/a (" + std::string(h0.symmetricWhy) + ")")
+        << "\n";
+  }
   out << "# " << name(o.dtype) << " " << name(o.op) << ", sizes " << sizeRange(o) << ", mode "
       << name(o.mode) << ", check " << (o.check ? "on" : "off") << ", seed " << info.seed << "\n";
   out << "# us per call: median of " << o.reps << " reps, then max over ranks; eager: " << o.warmup
@@ -209,24 +218,31 @@ std::string formatHeader(const RunInfo& info, const std::vector<const RankSlot*>
 }
 
 std::string formatTable(const std::vector<Row>& rows) {
-  static const char* kRowFormat = "%12s %10s %-7s  %9s %9s %7s  %9s %9s %7s  %10s  %8s %8s  %7s  %s\n";
+  // Per timing mode: stock NCCL, NCCL's symmetric kernels ("n/a" where the NCCL has none or
+  // --no-symmetric), nccl-lamport, and each one's speedup over stock.
+  static const char* kRowFormat =
+      "%12s %10s %-7s  %8s %8s %8s %6s %6s  %8s %8s %8s %6s %6s  %10s  %8s %8s  %7s  %s\n";
   char line[512];
   std::string text;
-  std::snprintf(line, sizeof(line), "%12s %10s %-7s  %-27s  %-27s  %10s  %-17s  %7s\n", "", "", "",
-                "----------- eager ---------", "----------- graph ---------", "lamport",
-                "host us per call", "");
+  std::snprintf(line, sizeof(line), "%12s %10s %-7s  %-42s  %-42s  %10s  %-17s  %7s\n", "", "", "",
+                "------------------ eager -----------------", "------------------ graph -----------------",
+                "lamport", "host us per call", "");
   text += line;
-  std::snprintf(line, sizeof(line), kRowFormat, "bytes", "count", "path", "nccl us", "lamp us",
-                "speedup", "nccl us", "lamp us", "speedup", "busbw GB/s", "nccl", "lamport",
-                "max ulp", "check");
+  std::snprintf(line, sizeof(line), kRowFormat, "bytes", "count", "path", "nccl us", "sym us", "lamp us",
+                "sym x", "lamp x", "nccl us", "sym us", "lamp us", "sym x", "lamp x", "busbw GB/s", "nccl",
+                "lamport", "max ulp", "check");
   text += line;
+  auto symUs = [](double us) { return std::isnan(us) ? std::string("n/a") : formatUs(us); };
+  auto symX = [](double x) { return std::isnan(x) ? std::string("n/a") : format("%.2fx", x); };
   for (const Row& row : rows) {
     const std::string ulp = !row.checked ? "-" : row.maxUlp == kUlpNaN ? "nan" : std::to_string(row.maxUlp);
     std::snprintf(line, sizeof(line), kRowFormat, std::to_string(row.bytes).c_str(),
                   std::to_string(row.count).c_str(), row.path.c_str(),
-                  formatUs(row.eagerUs[kStock]).c_str(), formatUs(row.eagerUs[kPlugin]).c_str(),
+                  formatUs(row.eagerUs[kStock]).c_str(), symUs(row.eagerUs[kSymmetric]).c_str(),
+                  formatUs(row.eagerUs[kPlugin]).c_str(), symX(row.eagerSymmetricSpeedup).c_str(),
                   format("%.2fx", row.eagerSpeedup).c_str(), formatUs(row.graphUs[kStock]).c_str(),
-                  formatUs(row.graphUs[kPlugin]).c_str(), format("%.2fx", row.graphSpeedup).c_str(),
+                  symUs(row.graphUs[kSymmetric]).c_str(), formatUs(row.graphUs[kPlugin]).c_str(),
+                  symX(row.graphSymmetricSpeedup).c_str(), format("%.2fx", row.graphSpeedup).c_str(),
                   format("%.2f", row.busbwGBs).c_str(), formatUs(row.hostUs[kStock]).c_str(),
                   formatUs(row.hostUs[kPlugin]).c_str(), ulp.c_str(), row.check.c_str());
     text += line;
@@ -238,7 +254,8 @@ std::string formatCsv(const std::vector<Row>& rows) {
   std::string text =
       "bytes,count,path,eager_nccl_us,eager_lamport_us,eager_speedup,graph_nccl_us,"
       "graph_lamport_us,graph_speedup,busbw_lamport_gbs,algbw_lamport_gbs,host_nccl_us,"
-      "host_lamport_us,wrong_nccl,wrong_lamport,max_ulp,bit_identical,check\n";
+      "host_lamport_us,wrong_nccl,wrong_lamport,max_ulp,bit_identical,check,eager_symmetric_us,"
+      "eager_symmetric_speedup,graph_symmetric_us,graph_symmetric_speedup\n";
   auto num = [](double v) { return std::isnan(v) ? std::string() : format("%.4f", v); };
   for (const Row& row : rows) {
     std::string ulp = !row.checked || row.maxUlp == kUlpNaN ? "" : std::to_string(row.maxUlp);
@@ -249,7 +266,9 @@ std::string formatCsv(const std::vector<Row>& rows) {
             num(row.hostUs[kStock]) + "," + num(row.hostUs[kPlugin]) + "," +
             (row.checked ? std::to_string(row.wrong[kStock]) : "") + "," +
             (row.checked ? std::to_string(row.wrong[kPlugin]) : "") + "," + ulp + "," +
-            (row.checked ? (row.bitIdentical ? "1" : "0") : "") + ",\"" + row.check + "\"\n";
+            (row.checked ? (row.bitIdentical ? "1" : "0") : "") + ",\"" + row.check + "\"," +
+            num(row.eagerUs[kSymmetric]) + "," + num(row.eagerSymmetricSpeedup) + "," +
+            num(row.graphUs[kSymmetric]) + "," + num(row.graphSymmetricSpeedup) + "\n";
   }
   return text;
 }
@@ -275,11 +294,13 @@ nlohmann::json toJson(const RunInfo& info, const std::vector<const RankSlot*>& r
                     {"iters", o.iters},         {"warmup", o.warmup},
                     {"reps", o.reps},           {"graphCalls", o.graphCalls},
                     {"graphReplays", o.graphReplays}, {"mode", name(o.mode)},
-                    {"check", o.check},         {"timeoutSeconds", o.timeoutSeconds}};
+                    {"check", o.check},         {"timeoutSeconds", o.timeoutSeconds},
+                    {"symmetric", o.symmetric}};
   doc["units"] = {{"time", "us per call, median over reps"},
                   {"acrossRanks", "max"},
                   {"bandwidth", "GB/s = 1e9 bytes/s; busbw = algbw * 2(n-1)/n"},
-                  {"speedup", "stock NCCL time / nccl-lamport time"}};
+                  {"speedup", "stock NCCL time / nccl-lamport time"},
+                  {"symmetricSpeedup", "stock NCCL time / NCCL symmetric kernels' time"}};
   json rankList = json::array();
   for (size_t r = 0; r < ranks.size(); ++r) {
     const RankHeader& h = ranks[r]->header;
@@ -297,6 +318,7 @@ nlohmann::json toJson(const RunInfo& info, const std::vector<const RankSlot*>& r
                   {"error", std::string(h.error)},
                   {"lastPhase", std::string(h.phase)},
                   {"sizesDone", h.sizesDone},
+                  {"symmetric", {{"available", h.symmetricAvailable != 0}, {"why", std::string(h.symmetricWhy)}}},
                   {"lamportCalls", h.lamportCallsTotal},
                   {"ncclCalls", h.ncclCallsTotal}};
     if (h.commInfoValid != 0) {
@@ -317,10 +339,14 @@ nlohmann::json toJson(const RunInfo& info, const std::vector<const RankSlot*>& r
     entry["path"] = row.path;
     entry["eager"] = {{"ncclUs", numberOrNull(row.eagerUs[kStock])},
                       {"lamportUs", numberOrNull(row.eagerUs[kPlugin])},
-                      {"speedup", numberOrNull(row.eagerSpeedup)}};
+                      {"speedup", numberOrNull(row.eagerSpeedup)},
+                      {"symmetricUs", numberOrNull(row.eagerUs[kSymmetric])},
+                      {"symmetricSpeedup", numberOrNull(row.eagerSymmetricSpeedup)}};
     entry["graph"] = {{"ncclUs", numberOrNull(row.graphUs[kStock])},
                       {"lamportUs", numberOrNull(row.graphUs[kPlugin])},
-                      {"speedup", numberOrNull(row.graphSpeedup)}};
+                      {"speedup", numberOrNull(row.graphSpeedup)},
+                      {"symmetricUs", numberOrNull(row.graphUs[kSymmetric])},
+                      {"symmetricSpeedup", numberOrNull(row.graphSymmetricSpeedup)}};
     entry["hostUs"] = {{"nccl", numberOrNull(row.hostUs[kStock])},
                        {"lamport", numberOrNull(row.hostUs[kPlugin])}};
     entry["busbwGBs"] = numberOrNull(row.busbwGBs);
@@ -351,14 +377,14 @@ nlohmann::json toJson(const RunInfo& info, const std::vector<const RankSlot*>& r
         continue;
       }
       perRank.push_back({{"path", pathName(sample->path)},
-                         {"eagerUs", {numberOrNull(sample->eagerUs[kStock]), numberOrNull(sample->eagerUs[kPlugin])}},
-                         {"graphUs", {numberOrNull(sample->graphUs[kStock]), numberOrNull(sample->graphUs[kPlugin])}},
-                         {"hostUs", {numberOrNull(sample->hostUs[kStock]), numberOrNull(sample->hostUs[kPlugin])}},
+                         {"eagerUs", {numberOrNull(sample->eagerUs[kStock]), numberOrNull(sample->eagerUs[kPlugin]), numberOrNull(sample->eagerUs[kSymmetric])}},
+                         {"graphUs", {numberOrNull(sample->graphUs[kStock]), numberOrNull(sample->graphUs[kPlugin]), numberOrNull(sample->graphUs[kSymmetric])}},
+                         {"hostUs", {numberOrNull(sample->hostUs[kStock]), numberOrNull(sample->hostUs[kPlugin]), numberOrNull(sample->hostUs[kSymmetric])}},
                          {"wrong", {sample->wrong[kStock], sample->wrong[kPlugin]}},
                          {"hash", {hex64(sample->hash[kStock]), hex64(sample->hash[kPlugin])}},
                          {"lamportCallsDelta", sample->lamportCallsDelta}});
     }
-    entry["perRank"] = perRank;  // arrays are [stock NCCL, nccl-lamport]
+    entry["perRank"] = perRank;  // arrays are [stock NCCL, nccl-lamport(, NCCL symmetric)]
     results.push_back(entry);
   }
   doc["results"] = results;

@@ -34,14 +34,16 @@ struct Row {
   size_t bytes = 0;
   size_t count = 0;
   std::string path;            // "lamport", "nccl", or "mixed" when ranks disagree
-  double eagerUs[kPathCount] = {kNaN, kNaN};  // MAX over ranks
-  double graphUs[kPathCount] = {kNaN, kNaN};
-  double hostUs[kPathCount] = {kNaN, kNaN};
+  double eagerUs[kPathCount] = {kNaN, kNaN, kNaN};  // MAX over ranks, indexed by PathIndex
+  double graphUs[kPathCount] = {kNaN, kNaN, kNaN};
+  double hostUs[kPathCount] = {kNaN, kNaN, kNaN};
   double eagerSpeedup = kNaN;  // stock time / plugin time (> 1: the plugin is faster)
   double graphSpeedup = kNaN;
+  double eagerSymmetricSpeedup = kNaN;  // stock time / NCCL symmetric kernels' time (NaN: n/a)
+  double graphSymmetricSpeedup = kNaN;
   double busbwGBs = kNaN;      // plugin path: graph time if measured, else eager
   double algbwGBs = kNaN;
-  uint64_t wrong[kPathCount] = {0, 0};  // summed over ranks
+  uint64_t wrong[kPathCount] = {0, 0, 0};  // summed over ranks (kSymmetric: not checked, 0)
   uint64_t maxUlp = 0;                  // max over ranks
   int ranksMeasured = 0;
   bool checked = false;

@@ -70,7 +70,7 @@ template <>
 void parseKnob<KnobKind::Bytes>(const KnobInfo& knob, const char* text, size_t* value) {
   size_t bytes = 0;
   if (!parseByteSize(text, &bytes)) {
-    warnBad(knob.variable, text, "a byte count such as 65536, 64K or 8M");
+    warnBad(knob.variable, text, "a byte count such as 65536, 64K, 64KiB or 8M");
     return;
   }
   acceptInRange(knob, text, bytes, value);
@@ -126,22 +126,6 @@ bool parseBool(const char* text, bool* out) {
 bool switchIsOn(const char* text) {
   bool on = true;
   return text == nullptr || (parseBool(text, &on) && on);
-}
-
-bool parseByteSize(const char* text, size_t* out) {
-  if (text == nullptr || *text == '\0') return false;
-  std::string digits(text);
-  uint64_t multiplier = 1;
-  char last = digits.back();
-  if (last == 'K' || last == 'k') multiplier = uint64_t{1} << 10;
-  if (last == 'M' || last == 'm') multiplier = uint64_t{1} << 20;
-  if (last == 'G' || last == 'g') multiplier = uint64_t{1} << 30;
-  if (multiplier != 1) digits.pop_back();
-  uint64_t value = 0;
-  if (!parseUnsigned(digits.c_str(), &value)) return false;
-  if (value > std::numeric_limits<size_t>::max() / multiplier) return false;
-  *out = static_cast<size_t>(value * multiplier);
-  return true;
 }
 
 Config parseConfig(const EnvLookup& env) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/byte_size.h"  // parseByteSize: the Bytes kind
 #include "common/knobs.h"
 
 namespace nccl_lamport {
@@ -56,9 +57,6 @@ using EnvLookup = std::function<const char*(const char*)>;
 /** Parses the knobs from env (a getenv-like function), asking it for exactly the variables of
  *  knobTable(). Never throws; bad values WARN (see the top of this file). */
 Config parseConfig(const EnvLookup& env);
-
-/** Parses "123", "64K", "8M", "1G" (binary units). False on anything else or overflow. */
-bool parseByteSize(const char* text, size_t* out);
 
 /** Parses a boolean knob: 1/true/yes/on or 0/false/no/off, any case (common/bool_knob.h, shared
  *  with the LD_AUDIT module). False, *out untouched, on anything else. */

@@ -6,7 +6,8 @@
 // NCCL_LAMPORT_KNOB(field, kind, variable, defaultValue, defaultText, unit, minimum, maximum, doc)
 //   field         the Config member
 //   kind          how the text is parsed (KnobKind): Switch and Bool take the spellings of
-//                 common/bool_knob.h; Bytes takes "65536", "64K", "8M", "1G" (binary units); Ms a
+//                 common/bool_knob.h; Bytes takes "65536", "64K", "64KiB", "8M", "1G" (binary units;
+//                 common/byte_size.h, shared with nccl-lamport-bench); Ms a
 //                 decimal number of milliseconds; Path any string (empty: unset)
 //   defaultValue  the Config default, in the field's type
 //   defaultText   the default as the README's "default" cell starts (in backquotes there)
@@ -44,6 +45,8 @@ constexpr uint64_t kNoKnobMaximum = std::numeric_limits<uint64_t>::max();
   NCCL_LAMPORT_KNOB(twoShotMaxBytes, Bytes, "NCCL_LAMPORT_TWOSHOT_MAX_BYTES", 0, "0", "bytes", 0,     \
       ::nccl_lamport::kNoKnobMaximum,                                                                 \
       "at 4+ ranks, largest message taken by the two-shot kernel; 0: the built-in table (off)")       \
+  NCCL_LAMPORT_KNOB(tuningFile, Path, "NCCL_LAMPORT_TUNING_FILE", "", "unset", "path", 0, 0,          \
+      "crossovers written by nccl-lamport-bench --tune (docs/tuning-file.md); knobs above win")       \
   NCCL_LAMPORT_KNOB(workspaceMaxBytes, Bytes, "NCCL_LAMPORT_WORKSPACE_MAX_BYTES", size_t{64} << 20,   \
       "64M", "bytes", 1, ::nccl_lamport::kNoKnobMaximum,                                              \
       "cap on one rank's Lamport workspace per communicator")                                         \

@@ -28,13 +28,14 @@
 #include "plugin/loader/real_nccl.h"
 #include "plugin/transport/topology.h"
 #include "tuner/routing.h"
+#include "tuner/tuning_file.h"
 
 namespace nccl_lamport {
 
 namespace {
 
 constexpr uint32_t kRecordMagic = 0x4c414d50;  // "LAMP"
-constexpr uint32_t kRecordVersion = 1;
+constexpr uint32_t kRecordVersion = 2;  // 2: twoShotMaxBytes
 // How long one rank waits for a peer to fetch or serve a file descriptor during set-up.
 constexpr int kFdExchangeTimeoutMs = 60000;
 
@@ -48,6 +49,8 @@ struct ExchangeRecord {
   uint64_t processId;
   uint64_t processNonce;
   uint64_t slotBytes;   // the slot size this rank proposes (agreed = min over ranks)
+  uint64_t twoShotMaxBytes;  // this rank's two-shot override (knob, else tuning file; 0 = built-in);
+                             // agreed = min over ranks, so a rank without it keeps the built-in
   uint64_t allocBytes;  // size of this rank's allocation
   uint64_t handle;      // CUmemGenericAllocationHandle, meaningful inside processId only
   char busId[32];
@@ -111,6 +114,7 @@ struct SetupState {
   void* recvDev = nullptr;
   FdServer server;
   int exportedFd = -1;
+  size_t agreedTwoShotOverride = 0;  // min over ranks of ExchangeRecord::twoShotMaxBytes
   bool proceed = false;  // round-1 verdict, identical on every rank
   bool localOk = false;  // this rank mapped every peer and initialised its buffers
   std::thread serverThread;
@@ -191,7 +195,13 @@ void prepareLocal(SetupState& s, const Config& config) {
     return;
   }
   const size_t capSlot = maxSlotBytesForCap(lc.nRanks, config.workspaceMaxBytes);
-  const RoutingTable table = makeRoutingTable(lc.nRanks, s.smArch, config.oneShotMaxBytes, capSlot);
+  // Knobs first, then NCCL_LAMPORT_TUNING_FILE, then the built-in table (tuner/tuning_file.h).
+  // Ranks whose files differ still agree: the slot (one-shot) and the two-shot bound are both
+  // the minimum over ranks (decideFromRecords).
+  const CrossoverOverrides overrides = crossoverOverrides(config.tuningFile, lc.nRanks, s.smArch,
+                                                          config.oneShotMaxBytes, config.twoShotMaxBytes);
+  s.mine.twoShotMaxBytes = overrides.twoShotMaxBytes;
+  const RoutingTable table = makeRoutingTable(lc.nRanks, s.smArch, overrides.oneShotMaxBytes, capSlot);
   const size_t slotBytes = (table.oneShotMaxBytes + kLamportVectorBytes - 1) / kLamportVectorBytes * kLamportVectorBytes;
   if (slotBytes == 0) {
     s.why = "workspace cap NCCL_LAMPORT_WORKSPACE_MAX_BYTES too small for any message";
@@ -279,6 +289,7 @@ void decideFromRecords(SetupState& s) {
   const LamportComm& lc = *s.lc;
   s.proceed = false;
   uint64_t slot = UINT64_MAX;
+  uint64_t twoShot = UINT64_MAX;
   for (int r = 0; r < lc.nRanks; ++r) {
     const ExchangeRecord& rec = s.records[r];
     if (rec.magic != kRecordMagic || rec.version != kRecordVersion) {
@@ -294,7 +305,9 @@ void decideFromRecords(SetupState& s) {
       return;
     }
     slot = std::min<uint64_t>(slot, rec.slotBytes);
+    twoShot = std::min<uint64_t>(twoShot, rec.twoShotMaxBytes);
   }
+  s.agreedTwoShotOverride = static_cast<size_t>(twoShot);
   s.lc->launchTemplate.layout = LamportLayout{lc.nRanks, static_cast<size_t>(slot)};
   s.proceed = true;
 }
@@ -421,7 +434,7 @@ void decide(SetupState& s, bool allOk) {
     // The agreed slot (minimum over ranks) is the crossover: identical on every rank even if
     // their environments differ, so no two ranks route one call differently.
     lc.table.oneShotMaxBytes = lc.launchTemplate.layout.slotBytes;
-    lc.table.twoShotMaxBytes = agreedTwoShotMaxBytes(lc.nRanks, s.smArch, globalConfig().twoShotMaxBytes,
+    lc.table.twoShotMaxBytes = agreedTwoShotMaxBytes(lc.nRanks, s.smArch, s.agreedTwoShotOverride,
                                                      lc.table.oneShotMaxBytes, lc.launchTemplate.layout.slotBytes);
     lc.eligible = true;
     lc.reason = "Lamport one-shot up to " + std::to_string(lc.table.oneShotMaxBytes) + " bytes";

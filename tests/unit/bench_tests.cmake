@@ -19,3 +19,10 @@ gtest_discover_tests(test_bench_logic PROPERTIES LABELS cpu)
 add_executable(test_loopback_report ${CMAKE_CURRENT_LIST_DIR}/test_loopback_report.cc)
 target_link_libraries(test_loopback_report PRIVATE lamport_bench_logic GTest::gtest_main)
 gtest_discover_tests(test_loopback_report PROPERTIES LABELS cpu)
+
+# nccl-lamport-bench's command line and --help (bench/bench_cli.h); needs CLI11.
+if(TARGET lamport_bench_cli)
+  add_executable(test_bench_cli ${CMAKE_CURRENT_LIST_DIR}/test_bench_cli.cc)
+  target_link_libraries(test_bench_cli PRIVATE lamport_bench_cli GTest::gtest_main)
+  gtest_discover_tests(test_bench_cli PROPERTIES LABELS cpu)
+endif()

@@ -1,6 +1,7 @@
 // CPU tests of nccl-lamport-bench's pure logic: option parsing, the size sweep, conversions,
 // inputs, reference, tolerances, ulp distance, hash, aggregation across ranks and report formats.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include "bench/bench_options.h"
 #include "bench/correctness.h"
 #include "bench/crossover.h"
+#include "bench/progress.h"
 #include "bench/rank_results.h"
 #include "bench/report.h"
 #include "bench/stats.h"
@@ -23,21 +25,21 @@ namespace {
 
 TEST(BenchOptions, ParsesByteCountsWithBinarySuffixes) {
   size_t v = 0;
-  EXPECT_TRUE(parseBytes("8", &v));
+  EXPECT_TRUE(parseByteSize("8", &v));
   EXPECT_EQ(v, 8u);
-  EXPECT_TRUE(parseBytes("8K", &v));
+  EXPECT_TRUE(parseByteSize("8K", &v));
   EXPECT_EQ(v, 8192u);
-  EXPECT_TRUE(parseBytes("8k", &v));
+  EXPECT_TRUE(parseByteSize("8k", &v));
   EXPECT_EQ(v, 8192u);
-  EXPECT_TRUE(parseBytes("16M", &v));
+  EXPECT_TRUE(parseByteSize("16M", &v));
   EXPECT_EQ(v, size_t{16} << 20);
-  EXPECT_TRUE(parseBytes("1G", &v));
+  EXPECT_TRUE(parseByteSize("1G", &v));
   EXPECT_EQ(v, size_t{1} << 30);
-  EXPECT_TRUE(parseBytes("64KiB", &v));
+  EXPECT_TRUE(parseByteSize("64KiB", &v));
   EXPECT_EQ(v, 65536u);
-  EXPECT_TRUE(parseBytes("64KB", &v));
+  EXPECT_TRUE(parseByteSize("64KB", &v));
   EXPECT_EQ(v, 65536u);
-  EXPECT_TRUE(parseBytes("100B", &v));
+  EXPECT_TRUE(parseByteSize("100B", &v));
   EXPECT_EQ(v, 100u);
 }
 
@@ -45,17 +47,31 @@ TEST(BenchOptions, RejectsBadByteCounts) {
   size_t v = 7;
   for (const char* bad : {"", "-1", "1.5K", "K", "12X", "8 K", "8KK", "8Kx", "99999999999999999999",
                           "17179869184G"}) {
-    EXPECT_FALSE(parseBytes(bad, &v)) << bad;
+    EXPECT_FALSE(parseByteSize(bad, &v)) << bad;
   }
   EXPECT_EQ(v, 7u);
 }
 
+TEST(BenchProgress, LineNamesSizeIndexAndPhase) {
+  EXPECT_EQ(formatProgress(4, 22, 4096, "graph"), "nccl-lamport-bench: size 5/22: 4K bytes, graph");
+  EXPECT_EQ(formatProgress(0, 1, 3000, "check"), "nccl-lamport-bench: size 1/1: 3000 bytes, check");
+}
+
+TEST(BenchProgress, OnlyOnATerminalAndNotWhenQuiet) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  EXPECT_FALSE(progressWanted(false, fds[1]));  // stderr redirected to a pipe or file: no line
+  EXPECT_FALSE(progressWanted(true, fds[1]));
+  close(fds[0]);
+  close(fds[1]);
+}
+
 TEST(BenchOptions, ShortByteLabels) {
-  EXPECT_EQ(formatBytesShort(8), "8");
-  EXPECT_EQ(formatBytesShort(2048), "2K");
-  EXPECT_EQ(formatBytesShort(size_t{16} << 20), "16M");
-  EXPECT_EQ(formatBytesShort(3000), "3000");
-  EXPECT_EQ(formatBytesShort(0), "0");
+  EXPECT_EQ(formatByteSize(8), "8");
+  EXPECT_EQ(formatByteSize(2048), "2K");
+  EXPECT_EQ(formatByteSize(size_t{16} << 20), "16M");
+  EXPECT_EQ(formatByteSize(3000), "3000");
+  EXPECT_EQ(formatByteSize(0), "0");
 }
 
 TEST(BenchOptions, DefaultSweepIsPowersOfTwoFrom8BytesTo16MiB) {
@@ -385,6 +401,7 @@ class ReportTest : public ::testing::Test {
         x.graphUs[kPlugin] = 2 + r;
         x.hostUs[kStock] = 1;
         x.hostUs[kPlugin] = 0.5;
+        x.eagerUs[kSymmetric] = x.graphUs[kSymmetric] = x.hostUs[kSymmetric] = NAN;  // as rank_body: not run
         x.hash[kPlugin] = 0x1234;
       }
     }
@@ -440,6 +457,30 @@ TEST_F(ReportTest, FlagsIncompletePathsAndUncheckedRows) {
   EXPECT_EQ(rows[2].check, "-");
   EXPECT_TRUE(rows[2].ok);
   EXPECT_FALSE(rows[2].routeMismatch);  // counters are compared on checked calls only
+}
+
+TEST_F(ReportTest, SymmetricKernelsColumnWhereMeasuredAndNaElsewhere) {
+  for (int r = 0; r < 2; ++r) {  // size 1 only: stock graph 6/7 us, symmetric 3.5 (max over ranks)
+    slots_[r]->sizes[1].graphUs[kSymmetric] = 3.0 + 0.5 * r;
+    slots_[r]->sizes[1].eagerUs[kSymmetric] = 5.0 + 0.5 * r;
+  }
+  const auto rows = aggregateRows(view(), 3);
+  EXPECT_TRUE(std::isnan(rows[0].graphSymmetricSpeedup));
+  EXPECT_DOUBLE_EQ(rows[1].graphUs[kSymmetric], 3.5);
+  EXPECT_DOUBLE_EQ(rows[1].graphSymmetricSpeedup, 7.0 / 3.5);
+  EXPECT_DOUBLE_EQ(rows[1].eagerSymmetricSpeedup, 11.0 / 5.5);
+  const std::string table = formatTable(rows);
+  EXPECT_NE(table.find("sym us"), std::string::npos) << table;
+  EXPECT_NE(table.find("n/a"), std::string::npos) << table;  // sizes 0 and 2
+  EXPECT_NE(table.find("2.00x"), std::string::npos) << table;  // 7 / 3.5
+  const std::string csv = formatCsv(rows);
+  EXPECT_NE(csv.find(",graph_symmetric_us,graph_symmetric_speedup\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",5.5000,2.0000,3.5000,2.0000\n"), std::string::npos) << csv;
+  const nlohmann::json doc = toJson(info(), view(), rows);
+  EXPECT_TRUE(doc["results"][0]["graph"]["symmetricUs"].is_null());
+  EXPECT_EQ(doc["results"][1]["graph"]["symmetricUs"], 3.5);
+  EXPECT_EQ(doc["results"][1]["graph"]["symmetricSpeedup"], 2.0);
+  EXPECT_EQ(doc["ranks"][0]["symmetric"]["available"], false);
 }
 
 TEST_F(ReportTest, TableCsvAndJson) {
@@ -509,6 +550,19 @@ TEST(Crossover, StopsWhereTheCrossoverInForceSendsCallsToNccl) {
   EXPECT_EQ(e.firstNotFaster[kGraphMode], 0u);  // never measured slower: the answer is censored
   EXPECT_EQ(e.firstRoutedToNccl, 1024u);
   EXPECT_NE(formatCrossover(e).find("NCCL_LAMPORT_ONESHOT_MAX_BYTES"), std::string::npos);
+}
+
+TEST(Crossover, TwoShotSweepCountsTwoShotRows) {
+  // --tune's second sweep: sizes above the one-shot crossover take "lamport-2shot".
+  const std::vector<Row> rows = {crossoverRow(512 << 10, "lamport-2shot", 1.5, 1.8),
+                                 crossoverRow(1 << 20, "lamport-2shot", 1.2, 1.3),
+                                 crossoverRow(2 << 20, "lamport-2shot", 1.1, 0.9),
+                                 crossoverRow(4 << 20, "nccl", 1.0, 1.0)};
+  EXPECT_EQ(estimateCrossover(rows).fasterUpTo[kGraphMode], 0u);  // not one-shot rows
+  const CrossoverEstimate e = estimateCrossover(rows, "lamport-2shot");
+  EXPECT_EQ(e.fasterUpTo[kGraphMode], size_t{1} << 20);
+  EXPECT_EQ(e.fasterUpTo[kEagerMode], size_t{2} << 20);
+  EXPECT_EQ(e.firstRoutedToNccl, size_t{4} << 20);
 }
 
 TEST(Crossover, UnmeasuredModesAndBrokenRows) {

@@ -171,6 +171,14 @@ TEST_F(ConfigTest, ByteSuffixes) {
   EXPECT_EQ(bytes, 3 * kGiB);
   EXPECT_TRUE(parseByteSize("0K", &bytes));
   EXPECT_EQ(bytes, 0u);
+  // The benchmark's spellings are the knobs' too (one parser, common/byte_size.h).
+  EXPECT_TRUE(parseByteSize("64KiB", &bytes));
+  EXPECT_EQ(bytes, 64 * kKiB);
+  EXPECT_TRUE(parseByteSize("64kb", &bytes));
+  EXPECT_EQ(bytes, 64 * kKiB);
+  EXPECT_TRUE(parseByteSize("100B", &bytes));
+  EXPECT_EQ(bytes, 100u);
+  EXPECT_EQ(parse({{"NCCL_LAMPORT_ONESHOT_MAX_BYTES", "512KiB"}}).oneShotMaxBytes, 512 * kKiB);
 
   EXPECT_EQ(parse({{"NCCL_LAMPORT_ONESHOT_MAX_BYTES", "512K"}}).oneShotMaxBytes, 512 * kKiB);
   EXPECT_EQ(parse({{"NCCL_LAMPORT_WORKSPACE_MAX_BYTES", "2G"}}).workspaceMaxBytes, 2 * kGiB);
@@ -194,8 +202,8 @@ TEST_F(ConfigTest, KernelChoice) {
 
 TEST_F(ConfigTest, MalformedByteSizesAreRejected) {
   size_t bytes = 12345;
-  for (const char* bad : {"", "K", "M", "-1", "+1", " 1", "1 ", "1.5M", "64KB", "64KiB", "1T",
-                          "0x10", "ten", "1e6", "12K3"}) {
+  for (const char* bad : {"", "K", "M", "-1", "+1", " 1", "1 ", "1.5M", "1T", "0x10", "ten",
+                          "1e6", "12K3", "64KK", "64Ki", "64iB", "8 K", "8Kx", "B"}) {
     EXPECT_FALSE(parseByteSize(bad, &bytes)) << '"' << bad << '"';
     EXPECT_EQ(bytes, 12345u) << "untouched on failure: " << bad;
   }
@@ -238,7 +246,7 @@ TEST_F(ConfigTest, BadValuesKeepTheDefaultAndWarn) {
       {"NCCL_LAMPORT_ONESHOT_MAX_BYTES", "-64K"},
       {"NCCL_LAMPORT_ONESHOT_MAX_BYTES", ""},
       {"NCCL_LAMPORT_WORKSPACE_MAX_BYTES", "0"},
-      {"NCCL_LAMPORT_WORKSPACE_MAX_BYTES", "64MB"},
+      {"NCCL_LAMPORT_WORKSPACE_MAX_BYTES", "64 MB"},
       {"NCCL_LAMPORT_WORKSPACE_MAX_BYTES", ""},
       {"NCCL_LAMPORT_TIMEOUT_MS", "0"},
       {"NCCL_LAMPORT_TIMEOUT_MS", "10s"},

@@ -1,0 +1,112 @@
+// CPU tests of nccl-lamport-bench's command line (bench/bench_cli.h): option values, the shared
+// byte-size syntax, rejections with exit status 2, and a --help that a person can read.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/bench_cli.h"
+
+namespace nccl_lamport::bench {
+namespace {
+
+struct Parsed {
+  int status = 0;
+  BenchOptions options;
+  std::string out;
+  std::string err;
+};
+
+Parsed parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "nccl-lamport-bench");
+  Parsed p;
+  std::ostringstream out, err;
+  p.status = parseCommandLine(args, &p.options, out, err);
+  p.out = out.str();
+  p.err = err.str();
+  return p;
+}
+
+TEST(BenchCli, DefaultsRunTheFullSweep) {
+  const Parsed p = parse({});
+  EXPECT_EQ(p.status, -1);
+  EXPECT_EQ(p.options.minBytes, 8u);
+  EXPECT_EQ(p.options.maxBytes, size_t{16} << 20);
+  EXPECT_TRUE(p.options.check);
+  EXPECT_TRUE(p.options.symmetric);
+  EXPECT_FALSE(p.options.quiet);
+  EXPECT_EQ(p.options.mode, TimingMode::kBoth);
+  EXPECT_TRUE(p.options.tunePath.empty());
+}
+
+TEST(BenchCli, ByteSizesTakeTheKnobSyntax) {
+  const Parsed p = parse({"--min-bytes", "64KiB", "--max-bytes=8M"});
+  ASSERT_EQ(p.status, -1) << p.err;
+  EXPECT_EQ(p.options.minBytes, 65536u);
+  EXPECT_EQ(p.options.maxBytes, size_t{8} << 20);
+  const Parsed q = parse({"-b", "2k", "-e", "1G"});
+  ASSERT_EQ(q.status, -1) << q.err;
+  EXPECT_EQ(q.options.minBytes, 2048u);
+  EXPECT_EQ(q.options.maxBytes, size_t{1} << 30);
+}
+
+TEST(BenchCli, BadValuesExitWithStatus2AndNameTheOption) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--min-bytes", "1.5K"}, {"--max-bytes", "lots"}, {"--dtype", "int8"},
+        {"--op", "max"}, {"--mode", "sometimes"}, {"--gpus", "-1"}, {"--loopback", "9"},
+        {"--no-such-option"}, {"--tune", "t.json", "--loopback", "2"}}) {
+    const Parsed p = parse(args);
+    EXPECT_EQ(p.status, kExitUsage) << args[0];
+    EXPECT_FALSE(p.err.empty()) << args[0];
+  }
+  EXPECT_NE(parse({"--dtype", "int8"}).err.find("--dtype"), std::string::npos);
+}
+
+TEST(BenchCli, OnOffFlagsHaveOneSpelling) {
+  EXPECT_FALSE(parse({"--no-check"}).options.check);
+  EXPECT_FALSE(parse({"--no-symmetric"}).options.symmetric);
+  EXPECT_TRUE(parse({"--quiet"}).options.quiet);
+  // The old double spelling is gone: --check is not an option any more.
+  EXPECT_EQ(parse({"--check"}).status, kExitUsage);
+}
+
+TEST(BenchCli, TuneAndLoopback) {
+  const Parsed p = parse({"--tune", "/tmp/t.json"});
+  ASSERT_EQ(p.status, -1);
+  EXPECT_EQ(p.options.tunePath, "/tmp/t.json");
+  const Parsed l = parse({"--loopback", "4"});
+  ASSERT_EQ(l.status, -1);
+  EXPECT_EQ(l.options.loopback, 4);
+  EXPECT_EQ(l.options.graphCalls, 50);  // chains of 50 (SPEC 8) unless given
+  EXPECT_EQ(parse({"--loopback", "4", "--graph-calls", "7"}).options.graphCalls, 7);
+}
+
+TEST(BenchCli, HelpExitsZeroOnStdout) {
+  const Parsed p = parse({"--help"});
+  EXPECT_EQ(p.status, kExitOk);
+  EXPECT_NE(p.out.find("--max-bytes"), std::string::npos);
+  EXPECT_TRUE(p.err.empty());
+}
+
+TEST(BenchCli, HelpIsReadable) {
+  const std::string help = helpText();
+  // No CLI11 type placeholders such as INT:INT, INT or FLOAT: every value is named for its unit.
+  EXPECT_FALSE(std::regex_search(help, std::regex(R"(\b(INT|UINT|FLOAT|TEXT)\b)"))) << help;
+  EXPECT_EQ(help.find("INT:INT"), std::string::npos);
+  // One spelling per on/off flag: no "--check" next to "--no-check".
+  EXPECT_EQ(help.find("--check"), std::string::npos);
+  // Units, the size syntax and the exit statuses are in the text.
+  for (const char* needle : {"SIZE", "64KiB", "CALLS", "SECONDS", "microseconds", "Exit status",
+                             "  0  ", "  1  ", "  2  ", "--tune", "--plot", "--loopback", "stderr"}) {
+    EXPECT_NE(help.find(needle), std::string::npos) << needle;
+  }
+  // A person reads it at once: no line wider than a terminal.
+  std::istringstream lines(help);
+  std::string line;
+  while (std::getline(lines, line)) EXPECT_LE(line.size(), 120u) << line;
+}
+
+}  // namespace
+}  // namespace nccl_lamport::bench
