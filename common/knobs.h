@@ -59,8 +59,8 @@ constexpr uint64_t kNoKnobMaximum = std::numeric_limits<uint64_t>::max();
       "the LD_AUDIT module prints each decision about an NCCL library to stderr")                    \
   NCCL_LAMPORT_KNOB(requireNvlink, Bool, "NCCL_LAMPORT_REQUIRE_NVLINK", true, "1", "bool", 0, 0,       \
       "0: any P2P-capable pair is accepted (testing only)")                                           \
-  NCCL_LAMPORT_KNOB(tunerHooks, Bool, "NCCL_LAMPORT_TUNER_HOOKS", false, "0", "bool", 0, 0,           \
-      "1: a process that loaded us only as NCCL's tuner (NCCL 2.28+) hooks NCCL's entry points")     \
+  NCCL_LAMPORT_KNOB(tunerHooks, Bool, "NCCL_LAMPORT_TUNER_HOOKS", true, "1", "bool", 0, 0,            \
+      "a process that loaded us only as NCCL's tuner (NCCL 2.28+) hooks NCCL's entry points; 0: tuner only")\
   NCCL_LAMPORT_KNOB(rendezvousTimeoutMs, Ms, "NCCL_LAMPORT_RENDEZVOUS_TIMEOUT_MS", 10000, "10000",    \
       "ms", 1, ::nccl_lamport::kMaxTimeoutMs,                                                         \
       "tuner activation: how long a communicator's ranks wait for each other in the tuner's init")   \

@@ -18,7 +18,7 @@
 #   tuner      tuner activation (SPEC 4a), only NCCL_TUNER_PLUGIN set (no LD_PRELOAD/LD_AUDIT):
 #              tests/clients/tuner_entry_bytes.py (one GPU: NCCL's entry bytes unchanged with
 #              NCCL_LAMPORT_ENABLE=0 and with the hooks not asked for; hooked, and the call
-#              reaching our wrapper, with NCCL_LAMPORT_TUNER_HOOKS=1), then allreduce_check.py
+#              reaching our wrapper, by default), then allreduce_check.py
 #              under torchrun with the hooks on, compared with stock: "entry points ... hooked"
 #              on both ranks and "Lamport one-shot ON" required (the set-up inside the tuner's
 #              init); in shared-GPU mode NCCL_LAMPORT_TEST_SHARED_GPU=1 lets it past nNodes > 1
@@ -363,7 +363,7 @@ run_tuner() {
   : >"$tlog"
   local -a cases=("unchanged NCCL_LAMPORT_ENABLE=0 NCCL_LAMPORT_TUNER_HOOKS=1"
                   "unchanged NCCL_LAMPORT_TUNER_HOOKS=0"
-                  "hooked NCCL_LAMPORT_TUNER_HOOKS=1")
+                  "hooked NCCL_LAMPORT_ENABLE=1")  # the default: NCCL_TUNER_PLUGIN alone hooks
   local c expect rc line
   for c in "${cases[@]}"; do
     read -ra words <<<"$c"
@@ -377,7 +377,7 @@ run_tuner() {
     note "tuner entry bytes (${words[*]:1}): rc=$rc ${line:-no result line}"
   done
   # PyTorch's processes run on PyTorch's NCCL: that is the one the tuner hooks.
-  local hooks=(NCCL_TUNER_PLUGIN="$tuner_so" NCCL_LAMPORT_TUNER_HOOKS=1)
+  local hooks=(NCCL_TUNER_PLUGIN="$tuner_so")  # the default: NCCL_TUNER_PLUGIN alone
   local before
   before=$(grep -c "entry points of .* hooked" "$tlog")
   torch_run "tuner torch stock" "$tlog" stock -- tests/clients/torch/allreduce_check.py --out "$RESULTS/tuner-stock"

@@ -43,8 +43,9 @@ target_include_directories(shim_tuner_activation PRIVATE ${PROJECT_SOURCE_DIR})
 target_compile_definitions(shim_tuner_activation PRIVATE STANDIN_NCCL="$<TARGET_FILE:shim_tuner_standin_nccl>")
 set_target_properties(shim_tuner_activation PROPERTIES ENABLE_EXPORTS ON)
 add_dependencies(shim_tuner_activation nccl-lamport)
-set(_tuner_env "NCCL_TUNER_PLUGIN=${PROJECT_BINARY_DIR}/lib/libnccl-tuner-lamport.so;NCCL_DEBUG=WARN;NCCL_LAMPORT_TUNER_HOOKS=1")
-foreach(_case reach threads untouched-disabled untouched-denied untouched-not-asked cycles pair alone)
+# NCCL_TUNER_PLUGIN alone: the hooks are on by default (NCCL_LAMPORT_TUNER_HOOKS=1).
+set(_tuner_env "NCCL_TUNER_PLUGIN=${PROJECT_BINARY_DIR}/lib/libnccl-tuner-lamport.so;NCCL_DEBUG=WARN")
+foreach(_case reach threads untouched-disabled untouched-denied untouched-opted-out cycles pair alone)
   string(REGEX REPLACE "-.*" "" _scenario ${_case})
   set(_args ${_scenario})
   if(_scenario STREQUAL "cycles")
@@ -57,8 +58,7 @@ endforeach()
 set_tests_properties(shim_tuner_activation.alone PROPERTIES ENVIRONMENT "${_tuner_env};NCCL_LAMPORT_RENDEZVOUS_TIMEOUT_MS=1000")
 set_tests_properties(shim_tuner_activation.untouched-disabled PROPERTIES ENVIRONMENT "${_tuner_env};NCCL_LAMPORT_ENABLE=0")
 set_tests_properties(shim_tuner_activation.untouched-denied PROPERTIES ENVIRONMENT "${_tuner_env};STANDIN_DENY_WX=1")
-set_tests_properties(shim_tuner_activation.untouched-not-asked PROPERTIES
-  ENVIRONMENT "NCCL_TUNER_PLUGIN=${PROJECT_BINARY_DIR}/lib/libnccl-tuner-lamport.so;NCCL_DEBUG=WARN")
+set_tests_properties(shim_tuner_activation.untouched-opted-out PROPERTIES ENVIRONMENT "${_tuner_env};NCCL_LAMPORT_TUNER_HOOKS=0")
 
 # ctypes (pynccl's way): a CDLL handle and a function object taken before the first init.
 find_program(PYTHON3 python3)
