@@ -132,47 +132,28 @@ ncclResult_t getCollInfoV4(void* context, abi::TunerFunc collType, size_t nBytes
   return tunerException("getCollInfoV4", ncclSuccess);
 }
 
-// ---- v5: NCCL 2.28 - 2.29 -----------------------------------------------------------------
-ncclResult_t initV5(void** context, uint64_t commId, size_t nRanks, size_t nNodes,
-                    abi::TunerLogger logger, abi::NvlDomainInfoV5* nvlDomainInfo,
-                    abi::TunerConstantsV5* constants /* ours leaves it as NCCL set it */) try {
-  tunerInitFromNccl(commInfoWithId(5, commId, nRanks, nNodes, nvlDomainInfo), logger, context,
+// ---- v5 (NCCL 2.28 - 2.29), v6 (2.30+), v7 (2.32+: v6 with a fifth compute-capability row in
+// the constants): the same init, each version with its own structs. NCCL calls the instantiation
+// itself, so __builtin_return_address(0) is NCCL's call site (tuner activation finds the calling
+// NCCL by it).
+template <int kVersion, typename Table, typename NvlDomainInfo, typename Constants>
+ncclResult_t initWithCommId(void** context, uint64_t commId, size_t nRanks, size_t nNodes,
+                            abi::TunerLogger logger, NvlDomainInfo* nvlDomainInfo,
+                            Constants* constants /* ours leaves it as NCCL set it */) try {
+  tunerInitFromNccl(commInfoWithId(kVersion, commId, nRanks, nNodes, nvlDomainInfo), logger, context,
                     __builtin_return_address(0));
-  chainDisplaced<abi::TunerV5>(5, context, [&](const abi::TunerV5* t, void** inner) {
+  chainDisplaced<Table>(kVersion, context, [&](const Table* t, void** inner) {
     return t->init(inner, commId, nRanks, nNodes, logger, nvlDomainInfo, constants);
   });
   return ncclSuccess;
 } catch (...) {
-  return tunerException("initV5", ncclSuccess);
+  static const std::string entry = "initV" + std::to_string(kVersion);
+  return tunerException(entry.c_str(), ncclSuccess);
 }
 
-// ---- v6: NCCL 2.30+ -----------------------------------------------------------------------
-ncclResult_t initV6(void** context, uint64_t commId, size_t nRanks, size_t nNodes,
-                    abi::TunerLogger logger, abi::NvlDomainInfoV6* nvlDomainInfo,
-                    abi::TunerConstantsV6* constants /* ours leaves it as NCCL set it */) try {
-  tunerInitFromNccl(commInfoWithId(6, commId, nRanks, nNodes, nvlDomainInfo), logger, context,
-                    __builtin_return_address(0));
-  chainDisplaced<abi::TunerV6>(6, context, [&](const abi::TunerV6* t, void** inner) {
-    return t->init(inner, commId, nRanks, nNodes, logger, nvlDomainInfo, constants);
-  });
-  return ncclSuccess;
-} catch (...) {
-  return tunerException("initV6", ncclSuccess);
-}
-
-// ---- v7: NCCL 2.32+ (v6 with a fifth compute-capability row in the constants) ---------------
-ncclResult_t initV7(void** context, uint64_t commId, size_t nRanks, size_t nNodes,
-                    abi::TunerLogger logger, abi::NvlDomainInfoV7* nvlDomainInfo,
-                    abi::TunerConstantsV7* constants /* ours leaves it as NCCL set it */) try {
-  tunerInitFromNccl(commInfoWithId(7, commId, nRanks, nNodes, nvlDomainInfo), logger, context,
-                    __builtin_return_address(0));
-  chainDisplaced<abi::TunerV7>(7, context, [&](const abi::TunerV7* t, void** inner) {
-    return t->init(inner, commId, nRanks, nNodes, logger, nvlDomainInfo, constants);
-  });
-  return ncclSuccess;
-} catch (...) {
-  return tunerException("initV7", ncclSuccess);
-}
+constexpr auto initV5 = initWithCommId<5, abi::TunerV5, abi::NvlDomainInfoV5, abi::TunerConstantsV5>;
+constexpr auto initV6 = initWithCommId<6, abi::TunerV6, abi::NvlDomainInfoV6, abi::TunerConstantsV6>;
+constexpr auto initV7 = initWithCommId<7, abi::TunerV7, abi::NvlDomainInfoV7, abi::TunerConstantsV7>;
 
 ncclResult_t finalize(void* context) try {
   return tunerFinalize(context);

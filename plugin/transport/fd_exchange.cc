@@ -114,23 +114,39 @@ std::string makeName() {
   return std::string(buf, static_cast<size_t>(n));
 }
 
+/**
+ * A one-byte message with room for kFds descriptors of ancillary data (SCM_RIGHTS), as
+ * sendDescriptor and receiveFd exchange it. msg points into the object itself: not copyable.
+ */
+template <size_t kFds>
+struct OneByteFdMessage {
+  char payload = 0;
+  struct iovec iov;
+  struct msghdr msg;
+  union {
+    struct cmsghdr align;  // last: cmsghdr ends in a flexible array member
+    char buf[CMSG_SPACE(sizeof(int) * kFds)];
+  } control;
+
+  OneByteFdMessage() {
+    iov.iov_base = &payload;
+    iov.iov_len = 1;
+    std::memset(&control, 0, sizeof(control));
+    std::memset(&msg, 0, sizeof(msg));
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.buf;
+    msg.msg_controllen = sizeof(control.buf);
+  }
+  OneByteFdMessage(const OneByteFdMessage&) = delete;
+  OneByteFdMessage& operator=(const OneByteFdMessage&) = delete;
+};
+
 /** Sends fd (one payload byte plus SCM_RIGHTS) over a connected socket; never blocks. */
 bool sendDescriptor(int sock, int fd) {
-  char payload = kPayload;
-  struct iovec iov;
-  iov.iov_base = &payload;
-  iov.iov_len = 1;
-  union {
-    struct cmsghdr align;
-    char buf[CMSG_SPACE(sizeof(int))];
-  } control;
-  std::memset(&control, 0, sizeof(control));
-  struct msghdr msg;
-  std::memset(&msg, 0, sizeof(msg));
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control.buf;
-  msg.msg_controllen = sizeof(control.buf);
+  OneByteFdMessage<1> m;
+  m.payload = kPayload;
+  struct msghdr& msg = m.msg;
   struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
   cmsg->cmsg_level = SOL_SOCKET;
   cmsg->cmsg_type = SCM_RIGHTS;
@@ -355,21 +371,8 @@ int receiveFd(const std::string& name, int timeoutMs) {
                    timeoutMs);
       break;
     }
-    char payload = 0;
-    struct iovec iov;
-    iov.iov_base = &payload;
-    iov.iov_len = 1;
-    union {
-      struct cmsghdr align;
-      char buf[CMSG_SPACE(sizeof(int) * kMaxFdsPerMessage)];
-    } control;
-    std::memset(&control, 0, sizeof(control));
-    struct msghdr msg;
-    std::memset(&msg, 0, sizeof(msg));
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.buf;
-    msg.msg_controllen = sizeof(control.buf);
+    OneByteFdMessage<kMaxFdsPerMessage> m;
+    struct msghdr& msg = m.msg;
     ssize_t n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
