@@ -102,3 +102,11 @@ set_tests_properties(displaced_tuner.TheNetPluginsTunerKeepsAnswering displaced_
   PROPERTIES ENVIRONMENT "HOME=/nonexistent;NCCL_CONF_FILE=/nonexistent.conf;NCCL_NET_PLUGIN=${_fake_tuner}")
 set_tests_properties(displaced_tuner.NcclConfsTunerKeepsAnswering PROPERTIES
   ENVIRONMENT "HOME=/nonexistent;NCCL_CONF_FILE=${_conf}")
+
+# The A/B switch under NCCL_TUNER_PLUGIN: the INFO line says the path is off and NCCL untouched,
+# and gives no LD_PRELOAD advice (which would not turn it on).
+add_test(NAME shim_tuner_activation.disabled-notice COMMAND shim_tuner_activation untouched)
+set_tests_properties(shim_tuner_activation.disabled-notice PROPERTIES LABELS cpu TIMEOUT 60
+  ENVIRONMENT "NCCL_TUNER_PLUGIN=${PROJECT_BINARY_DIR}/lib/libnccl-tuner-lamport.so;NCCL_DEBUG=INFO;NCCL_LAMPORT_ENABLE=0"
+  PASS_REGULAR_EXPRESSION "Lamport path is off \\(NCCL_LAMPORT_ENABLE=0\\): NCCL's code is not patched"
+  FAIL_REGULAR_EXPRESSION "start it with LD_PRELOAD")

@@ -81,6 +81,12 @@ void showTunerOnlyNoticeOnce(const TunerCommInfo& comm, const void* callerInNccl
   const bool resolved = !path.empty() && realpath(path.c_str(), canonical) != nullptr;
   const std::string notice = tunerOnlyNotice(resolved ? std::string(canonical) : path);
   const std::string reason = tunerOnlyReason(comm.abiVersion, config.enable, hooksWanted, hooksWhy);
+  if (!config.enable) {
+    // The A/B switch: nothing to advise, LD_PRELOAD would not change it.
+    LAMPORT_INFO(kTunerLogSubsys, "Lamport path is off (%s): NCCL's code is not patched, every call goes to "
+                 "NCCL", reason.c_str());
+    return;
+  }
   LAMPORT_INFO(kTunerLogSubsys, "%s (%s)", notice.c_str(), reason.c_str());
 }
 
