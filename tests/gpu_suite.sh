@@ -20,7 +20,7 @@
 #              NCCL_LAMPORT_ENABLE=0 and with the hooks not asked for; hooked, and the call
 #              reaching our wrapper, by default), then allreduce_check.py
 #              under torchrun with the hooks on, compared with stock: "entry points ... hooked"
-#              on both ranks and "Lamport one-shot ON" required (the set-up inside the tuner's
+#              on both ranks and "Lamport one-shot ON" required (logged at the first call, for the set-up in the tuner's
 #              init); in shared-GPU mode NCCL_LAMPORT_TEST_SHARED_GPU=1 lets it past nNodes > 1
 #   faults     tests/reliability/fault_torch.py under torchrun with PyTorch's watchdog: one rank
 #              SIGKILLed / SIGSTOPped during Lamport calls; the job must end within FAULT_LIMIT s

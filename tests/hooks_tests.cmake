@@ -60,6 +60,13 @@ set_tests_properties(shim_tuner_activation.untouched-disabled PROPERTIES ENVIRON
 set_tests_properties(shim_tuner_activation.untouched-denied PROPERTIES ENVIRONMENT "${_tuner_env};STANDIN_DENY_WX=1")
 set_tests_properties(shim_tuner_activation.untouched-opted-out PROPERTIES ENVIRONMENT "${_tuner_env};NCCL_LAMPORT_TUNER_HOOKS=0")
 
+# Issue 9: at INFO, the per-communicator lines name the handle (at bind) or NCCL's commId (in
+# the tuner's init), never "comm (nil)".
+add_test(NAME shim_tuner_activation.lognames COMMAND shim_tuner_activation lognames)
+set_tests_properties(shim_tuner_activation.lognames PROPERTIES LABELS cpu TIMEOUT 120
+  ENVIRONMENT "NCCL_TUNER_PLUGIN=${PROJECT_BINARY_DIR}/lib/libnccl-tuner-lamport.so;NCCL_DEBUG=INFO"
+  PASS_REGULAR_EXPRESSION "PASS lognames")
+
 # ctypes (pynccl's way): a CDLL handle and a function object taken before the first init.
 find_program(PYTHON3 python3)
 if(PYTHON3)

@@ -426,9 +426,11 @@ void fillLaunchTemplate(LamportComm& lc, uint64_t timeoutMs) {
   args.variant = globalConfig().baselineKernel ? LamportKernelVariant::kBaseline : LamportKernelVariant::kFast;
 }
 
-// Fills in the verdict (eligible or not, the reason, the launch template) and logs it once.
-void decide(SetupState& s, bool allOk) {
+// Fills in the verdict (eligible or not, the reason, the launch template). Logs nothing: the
+// line names the handle, which the set-up inside the tuner's init does not know yet.
+void settleVerdict(SetupState& s, bool allOk) {
   LamportComm& lc = *s.lc;
+  lc.smArch = s.smArch;
   if (allOk) {
     fillLaunchTemplate(lc, globalConfig().timeoutMs);
     // The agreed slot (minimum over ranks) is the crossover: identical on every rank even if
@@ -438,26 +440,33 @@ void decide(SetupState& s, bool allOk) {
                                                      lc.table.oneShotMaxBytes, lc.launchTemplate.layout.slotBytes);
     lc.eligible = true;
     lc.reason = "Lamport one-shot up to " + std::to_string(lc.table.oneShotMaxBytes) + " bytes";
-    LAMPORT_INFO(kSubsysInit,
-                 "comm %p rank %d nRanks %d cudaDev %d sm_%d: Lamport one-shot ON for float32/float16/bfloat16 "
-                 "sum/avg up to %zu bytes; workspace %zu bytes (3 buffers x %d slots x %zu bytes)",
-                 static_cast<void*>(lc.comm), lc.rank, lc.nRanks, lc.cudaDev, s.smArch, lc.table.oneShotMaxBytes,
-                 lc.local.size(), lc.nRanks - 1, lc.launchTemplate.layout.slotBytes);
   } else {
     releaseResources(lc);
     lc.eligible = false;
     lc.reason = s.why.empty() ? std::string("a peer could not set up its workspace") : s.why;
-    LAMPORT_INFO(kSubsysInit, "comm %p rank %d nRanks %d cudaDev %d: Lamport OFF, every call goes to NCCL: %s",
-                 static_cast<void*>(lc.comm), lc.rank, lc.nRanks, lc.cudaDev, lc.reason.c_str());
   }
 }
 
 void publish(SetupState& s, bool allOk) {
-  decide(s, allOk);
+  settleVerdict(s, allOk);
+  logCommVerdict(*s.lc);
   CommRegistry::instance().insert(std::move(s.lc));
 }
 
 }  // namespace
+
+void logCommVerdict(const LamportComm& lc) {
+  if (lc.eligible) {
+    LAMPORT_INFO(kSubsysInit,
+                 "comm %p rank %d nRanks %d cudaDev %d sm_%d: Lamport one-shot ON for float32/float16/bfloat16 "
+                 "sum/avg up to %zu bytes; workspace %zu bytes (3 buffers x %d slots x %zu bytes)",
+                 static_cast<void*>(lc.comm), lc.rank, lc.nRanks, lc.cudaDev, lc.smArch, lc.table.oneShotMaxBytes,
+                 lc.local.size(), lc.nRanks - 1, lc.launchTemplate.layout.slotBytes);
+  } else {
+    LAMPORT_INFO(kSubsysInit, "comm %p rank %d nRanks %d cudaDev %d: Lamport OFF, every call goes to NCCL: %s",
+                 static_cast<void*>(lc.comm), lc.rank, lc.nRanks, lc.cudaDev, lc.reason.c_str());
+  }
+}
 
 void registerIneligible(ncclComm_t comm, const char* reason, bool nonBlocking) {
   auto lc = std::make_unique<LamportComm>();
@@ -620,7 +629,7 @@ std::unique_ptr<LamportComm> setupWorkspaceOverExchange(int nRanks, int cudaDev,
     s->localOk = allOk;
   }
   cudaSetDevice(cudaDev);
-  decide(*s, s->proceed && s->localOk);
+  settleVerdict(*s, s->proceed && s->localOk);
   return std::move(s->lc);
 }
 

@@ -52,9 +52,16 @@ class SetupExchange {
  * tuner's init, SPEC 4a), with both rounds over `exchange`: nRanks ranks, this rank's device
  * cudaDev; this rank's rank is its place in the exchange's order (the same order on every rank,
  * hence the same reduction order). Returns the entry, eligible or not, NOT registered: it is
- * bound to its handle at the handle's first hooked call. Never throws.
+ * bound to its handle at the handle's first hooked call. Logs no per-communicator verdict line:
+ * that line names the handle, so the binder logs it (logCommVerdict) once the handle is known.
+ * Never throws.
  */
 std::unique_ptr<LamportComm> setupWorkspaceOverExchange(int nRanks, int cudaDev, SetupExchange& exchange);
+
+/** Logs lc's verdict once at INFO, naming lc.comm: the ON line (crossover and workspace size) or
+ *  the OFF line with the reason. setupWorkspaces calls it itself; the set-up inside the tuner's
+ *  init leaves it to whoever binds the entry to its handle. */
+void logCommVerdict(const LamportComm& lc);
 
 /** Registers comm as known but never accelerated, with a reason (logged once at INFO). */
 void registerIneligible(ncclComm_t comm, const char* reason, bool nonBlocking = false);
