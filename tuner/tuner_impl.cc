@@ -143,10 +143,7 @@ ncclResult_t tunerGetCollInfo(void* context, int collType, size_t nBytes, int nu
     CostTable table(costTable, numAlgo, numProto);
     if (!table.empty()) editCollCosts(ctx, collType, nBytes, table);
     // The displaced tuner decides what we left to NCCL (today: everything).
-    if (ctx.chained.getCollInfo != nullptr && costTable != nullptr) {
-      ctx.chained.getCollInfo(ctx.chained.context, collType, nBytes, numPipeOps, reinterpret_cast<float**>(costTable),
-                              numAlgo, numProto, regBuff, nChannels);
-    }
+    chainedGetCollInfo(ctx.chained, collType, nBytes, numPipeOps, costTable, numAlgo, numProto, regBuff, nChannels);
     LAMPORT_TRACE(kSubsysTuning, "tuner: coll %d nBytes %zu numPipeOps %d regBuff %d: costs as NCCL set them",
                   collType, nBytes, numPipeOps, regBuff);
   } catch (...) {
@@ -159,7 +156,7 @@ ncclResult_t tunerFinalize(void* context) noexcept {
   if (ctx != nullptr && ctx->ncclSlot != nullptr && tunerActivationCommFinalize != nullptr) {
     tunerActivationCommFinalize(ctx->ncclSlot);
   }
-  if (ctx != nullptr && ctx->chained.finalize != nullptr) ctx->chained.finalize(ctx->chained.context);
+  if (ctx != nullptr) chainedFinalize(ctx->chained);
   delete ctx;
   return ncclSuccess;
 }
