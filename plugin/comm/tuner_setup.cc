@@ -129,6 +129,14 @@ void forgetTunerSetUp(const void* contextSlot) {
   if (lc != nullptr) releaseCommEntry(std::shared_ptr<LamportComm>(std::move(lc)), /*aborting=*/false);
 }
 
+bool tunerSetUpRecordedFor(ncclComm_t comm) {
+  if (comm == nullptr) return false;
+  const auto handle = reinterpret_cast<uintptr_t>(comm);
+  std::lock_guard<std::mutex> lock(gMutex);
+  auto it = gPending->upper_bound(handle);
+  return it != gPending->end() && it->first - handle <= kMaxCommBytes;
+}
+
 bool bindCommToTunerSetUp(ncclComm_t comm) {
   if (comm == nullptr) return false;
   const auto handle = reinterpret_cast<uintptr_t>(comm);

@@ -1,6 +1,7 @@
 /* Tuner activation against the stand-in NCCL (tuner_standin_nccl.c), which loads
  * libnccl-lamport.so as its tuner from NCCL_TUNER_PLUGIN (no LD_PRELOAD). One scenario per run:
- *   reach     a pointer to ncclAllReduce taken before the first init, the PLT and dlsym on the
+ *   reach     ncclLamportGetCommInfo describes the communicator before its first call; a pointer
+ *             to ncclAllReduce taken before the first init, the PLT and dlsym on the
  *             stand-in's handle all reach our wrapper after the first init (the per-communicator
  *             info counts the calls), and NCCL's function still runs behind it
  *   cycles N  N create/allreduce/destroy cycles (the stand-in unloads and reloads the tuner each
@@ -93,6 +94,10 @@ static void reach(void) {
   CHECK(standinTunerLoads == 1, "the stand-in did not load the tuner");
   AllReduceFn looked = (AllReduceFn)dlsym(standin(), "ncclAllReduce");
   AllReduceFn alias = (AllReduceFn)dlsym(standin(), "pncclAllReduce");
+  /* Before any call: the extension API already describes it by its set-up (issue 9 point 5). */
+  const ncclLamportCommInfo_t early = infoOf(comm);
+  CHECK(early.known == 1 && strstr(early.reason, "single-rank communicator") != NULL,
+        "before its first call the communicator is described as known=%d (%s)", early.known, early.reason);
   float x = 0;
   CHECK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess, "PLT call");
   CHECK(cached(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess, "cached pointer");
