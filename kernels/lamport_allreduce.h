@@ -34,7 +34,8 @@ enum LamportError : uint32_t { kLamportOk = 0, kLamportTimedOut = 1, kLamportAbo
  *              and rotation update on a dedicated control warp (one acq_rel atomic per block, no
  *              fence on a data thread); the abort flag read by one lane per warp; several vectors
  *              per thread with all their polls in flight at once; 128 data threads per block by
- *              default; at most 1/kLamportResidencyShare of the device per launch (issue 10.1).
+ *              default; at most 1/kLamportResidencyShare of the device per launch (issue 10.1),
+ *              the late PDL trigger above 1/kLamportEarlyTriggerShare of it.
  *   kBaseline: 512-thread blocks, full-residency grid, no PDL, fence + atomic arrival on thread 0
  *              (research/kernel-speed.md measured it; its full-residency grid can deadlock two
  *              communicators used in opposite orders: A/B timing only).
@@ -47,12 +48,21 @@ enum class LamportKernelVariant : int { kFast = 0, kBaseline = 1, kTwoShot = 2 }
 
 /**
  * One launch takes at most 1/kLamportResidencyShare of the blocks the device holds at once, so
- * that this many spinning Lamport grids (other communicators, a programmatically pre-launched next
- * call on each stream, other ranks sharing the GPU in tests) are always co-resident and no wait
- * can depend on a block that cannot get an SM (issue 10 point 1). 8 = e.g. 4 communicators per
- * GPU, each with its current and its pre-launched next call.
+ * that other spinning Lamport grids (other communicators, other ranks sharing the GPU in tests)
+ * are co-resident and no wait can depend on a block that cannot get an SM (issue 10 point 1).
+ * With programmatic dependent launch a stream can also hold its next call's grid, pre-launched
+ * while the current one may still wait; that is allowed only for grids of at most
+ * 1/kLamportEarlyTriggerShare of the device (small messages, where the early launch is worth
+ * about 0.3 us a call on one H200); larger grids let the next one be launched only once their own
+ * waits are over (the late trigger). So one stream holds at most 1/4 + 1/12 = 1/3 of the device
+ * while it can block: 3 communicators (or ranks sharing a GPU) with calls in flight are always
+ * co-resident, 4 when all their grids are above the early-trigger size. Measured on one H200
+ * (docs/results-loopback-1xh200.md): a quarter of the device is as fast as no bound at 512 KB -
+ * 2 MB (2 ranks), an eighth takes 1.6x as long at 2 MB.
  */
-constexpr int kLamportResidencyShare = 8;
+constexpr int kLamportResidencyShare = 4;
+/** Grids of at most 1/kLamportEarlyTriggerShare of the device use the early PDL trigger. */
+constexpr int kLamportEarlyTriggerShare = 12;
 
 /** Everything one one-shot launch needs; passed by value to the kernel. */
 struct LamportOneShotArgs {
@@ -81,11 +91,12 @@ struct LamportOneShotArgs {
                      // (A/B); PDL is used only on sm_90+ anyway. kBaseline never uses it
   int residencyShare;  // kFast/kTwoShot: the grid takes at most 1/residencyShare of the blocks the
                        // device holds at once; 0 = kLamportResidencyShare (A/B and tests only)
-  int triggerAfterWait;  // kFast/kTwoShot with PDL: 0 = a block lets the next kernel on the stream
-                         // be launched once its arrival is counted (early: the most overlap, but a
-                         // pre-launched grid then holds SMs while this one may still wait for peers);
-                         // non-zero = only once all its data threads have their peers' data, so a
-                         // pre-launched grid never holds SMs while this one can still block (A/B)
+  int triggerAfterWait;  // kFast/kTwoShot with PDL, when a block lets the next kernel on the stream
+                         // be launched. Early: once its arrival is counted (the most overlap, but the
+                         // pre-launched grid holds SMs while this one may still wait for peers).
+                         // Late: once all its data threads have their peers' data. 0 = the launcher
+                         // decides (early up to 1/kLamportEarlyTriggerShare of the device, else
+                         // late); > 0 = always late, < 0 = always early (A/B and tests only)
 };
 
 /**

@@ -226,11 +226,13 @@ bool argsValid(const LamportOneShotArgs& args, const LaunchShape& shape) {
 /**
  * Grid of one launch: the whole message in flight at once (one 16 B vector per data thread, one
  * block for tiny messages), capped at what the device holds at once (kBaseline) or at
- * 1/kLamportResidencyShare of it (kFast, issue 10 point 1), then at args.maxBlocks.
+ * 1/kLamportResidencyShare of it (kFast, issue 10 point 1), then at args.maxBlocks. residentOut:
+ * the blocks the device holds at once (for the PDL trigger choice).
  */
-size_t gridBlocks(const LamportOneShotArgs& args, const LaunchShape& shape, int device) {
+size_t gridBlocks(const LamportOneShotArgs& args, const LaunchShape& shape, int device, int* residentOut = nullptr) {
   size_t blocks = (vectorsToSpread(args) + shape.dataThreads - 1) / shape.dataThreads;
   int limit = maxResidentBlocks(shape.kernel, shape.cacheIndex, shape.blockThreads, device);
+  if (residentOut != nullptr) *residentOut = limit;
   if (args.variant != LamportKernelVariant::kBaseline) {
     limit = limit / (args.residencyShare > 0 ? args.residencyShare : kLamportResidencyShare);
   }
@@ -254,9 +256,11 @@ cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t st
 
   int device = 0;  // the one device query of a launch
   if (cudaGetDevice(&device) != cudaSuccess) device = -1;
+  int resident = 0;
+  const size_t blocks = gridBlocks(args, shape, device, &resident);
   cudaLaunchAttribute attribute[1];
   cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(gridBlocks(args, shape, device)));
+  config.gridDim = dim3(static_cast<unsigned>(blocks));
   config.blockDim = dim3(static_cast<unsigned>(shape.blockThreads));
   config.dynamicSmemBytes = 0;
   config.stream = stream;
@@ -269,6 +273,18 @@ cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t st
     attribute[0].val.programmaticStreamSerializationAllowed = 1;
     config.attrs = attribute;
     config.numAttrs = 1;
+  }
+  if (args.variant != LamportKernelVariant::kBaseline) {
+    // The kernel reads 0 = early, 1 = late. Late for grids above 1/kLamportEarlyTriggerShare of
+    // the device (kLamportResidencyShare's co-residency argument); a copy only where it differs.
+    const bool late = args.triggerAfterWait > 0 ||
+                      (args.triggerAfterWait == 0 &&
+                       blocks * kLamportEarlyTriggerShare > static_cast<size_t>(resident));
+    if ((args.triggerAfterWait == 1) != late) {
+      LamportOneShotArgs adjusted = args;
+      adjusted.triggerAfterWait = late ? 1 : 0;
+      return cudaLaunchKernelEx(&config, shape.kernel, adjusted);
+    }
   }
   return cudaLaunchKernelEx(&config, shape.kernel, args);
 }

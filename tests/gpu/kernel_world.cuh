@@ -312,7 +312,7 @@ class World {
   LamportKernelVariant variant = LamportKernelVariant::kFast;
   int blockThreads = 0;  // kFast only
   int residencyShare = 0;    // kFast/kTwoShot: 0 = the launcher's default
-  int triggerAfterWait = 0;  // kFast/kTwoShot: the late PDL trigger
+  int triggerAfterWait = 0;  // kFast/kTwoShot: 0 = the launcher's choice, > 0 late, < 0 early
   uint64_t timeoutNs = 20ull * 1000 * 1000 * 1000;  // a bug fails the test instead of hanging it
   std::vector<SimRank> ranks;
   uint32_t* errorHost = nullptr;

@@ -329,12 +329,14 @@ TEST(GpuLamportOneShot, LateTriggerAndQuarterShareStayCorrect) {
   std::mt19937 rng(11);
   for (int threads : {32, 128, 512}) {
     w.blockThreads = threads;
-    std::vector<CallSpec> calls;
-    calls.push_back(CallSpec{LamportDataType::kBFloat16, LamportReduceOp::kSum, (4u << 20) / 2 - 64, 0, 0, false, Values::kRandom});
-    calls.push_back(CallSpec{LamportDataType::kFloat32, LamportReduceOp::kAvg, 300001, 2, 6, false, Values::kRandom});
-    calls.push_back(CallSpec{LamportDataType::kFloat16, LamportReduceOp::kSum, 77777, 0, 2, true, Values::kSpecial});
-    calls.push_back(CallSpec{LamportDataType::kBFloat16, LamportReduceOp::kSum, 1, 0, 0, false, Values::kRandom});
-    ASSERT_NO_FATAL_FAILURE(runBatch(w, calls, rng)) << threads << " threads";
+    // One batch per large call: a batch's calls share the 4 MiB I/O buffers.
+    for (const CallSpec& c :
+         {CallSpec{LamportDataType::kBFloat16, LamportReduceOp::kSum, (4u << 20) / 2 - 64, 0, 0, false, Values::kRandom},
+          CallSpec{LamportDataType::kFloat32, LamportReduceOp::kAvg, 300001, 2, 6, false, Values::kRandom},
+          CallSpec{LamportDataType::kFloat16, LamportReduceOp::kSum, 77777, 0, 2, true, Values::kSpecial},
+          CallSpec{LamportDataType::kBFloat16, LamportReduceOp::kSum, 1, 0, 0, false, Values::kRandom}}) {
+      ASSERT_NO_FATAL_FAILURE(runBatch(w, {c}, rng)) << threads << " threads, " << c.name();
+    }
     ASSERT_NO_FATAL_FAILURE(runBatch(w, randomCalls(40, rng, 40000), rng)) << threads << " threads";
   }
   w.expectNoErrors();
@@ -344,7 +346,7 @@ TEST(GpuLamportOneShot, LateTriggerAndQuarterShareStayCorrect) {
 struct OppositeOrderOptions {
   int callsPerStream = 1;    // back-to-back calls on each (communicator, rank) stream
   int residencyShare = 0;    // 0 = the launcher's default
-  int triggerAfterWait = 0;  // the late PDL trigger
+  int triggerAfterWait = 0;  // 0 = the launcher's choice, > 0 late PDL trigger, < 0 early
 };
 
 /**
@@ -408,11 +410,14 @@ TEST(GpuLamportOneShot, TwoCommunicatorsInOppositeOrderDoNotDeadlock) {
 }
 
 // The same with three calls per stream (PDL may pre-launch each next call), for the launch options
-// whose co-residency argument covers pre-launched grids: the default, and a quarter of the device
-// per launch with the late trigger (both ranks and both communicators on one GPU: 4 spinning grids).
+// whose co-residency argument covers pre-launched grids (kLamportResidencyShare): the default (a
+// quarter of the device, late trigger for these large grids), the earlier default (an eighth, early
+// trigger), and a quarter with the late trigger forced (both ranks and both communicators on one
+// GPU: 4 spinning grids).
 TEST(GpuLamportOneShot, OppositeOrderWithBackToBackCallsDoesNotDeadlock) {
   SKIP_WITHOUT_GPU();
-  for (const OppositeOrderOptions o : {OppositeOrderOptions{3, 0, 0}, OppositeOrderOptions{3, 4, 1}}) {
+  for (const OppositeOrderOptions o :
+       {OppositeOrderOptions{3, 0, 0}, OppositeOrderOptions{3, 8, -1}, OppositeOrderOptions{3, 4, 1}}) {
     for (size_t bytes : {size_t{4} << 20, size_t{16} << 20}) {
       ASSERT_NO_FATAL_FAILURE(runOppositeOrder(LamportKernelVariant::kFast, bytes, 5ull * 1000 * 1000 * 1000, true, o))
           << bytes << " bytes, share " << o.residencyShare << ", late trigger " << o.triggerAfterWait;
