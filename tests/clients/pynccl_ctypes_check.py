@@ -120,6 +120,18 @@ class Nccl:
             raise RuntimeError(f"{what} returned {rc} ({msg.decode() if msg else '?'})")
 
 
+def shared_unique_id(nccl, rank):
+    """An ncclUniqueId made by rank 0 and shared over the default (gloo) process group, rebuilt
+    from its bytes on every rank, as vLLM's pynccl does."""
+    uid = NcclUniqueId()
+    if rank == 0:
+        nccl.check(nccl.getUniqueId(ctypes.byref(uid)), "ncclGetUniqueId")
+    box = [ctypes.string_at(ctypes.addressof(uid), ctypes.sizeof(uid))]
+    dist.broadcast_object_list(box, src=0)
+    ctypes.memmove(ctypes.addressof(uid), box[0], ctypes.sizeof(uid))
+    return uid
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--lib", required=True, help="library path or name, as given to ctypes.CDLL")
@@ -174,14 +186,7 @@ def main():
         else:
             log(f"exports: no {args.exports_file} (run the stock variant first); not checked")
 
-    # Unique id: made by rank 0, shared over gloo, rebuilt from bytes on every rank.
-    uid = NcclUniqueId()
-    if rank == 0:
-        nccl.check(nccl.getUniqueId(ctypes.byref(uid)), "ncclGetUniqueId")
-    box = [ctypes.string_at(ctypes.addressof(uid), ctypes.sizeof(uid))]
-    dist.broadcast_object_list(box, src=0)
-    ctypes.memmove(ctypes.addressof(uid), box[0], ctypes.sizeof(uid))
-
+    uid = shared_unique_id(nccl, rank)
     comm = ctypes.c_void_p()
     with torch.cuda.device(local_rank):
         t0 = time.time()

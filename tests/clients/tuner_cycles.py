@@ -31,7 +31,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 from common import NCCL_DTYPE, NCCL_OP, LamportApi, local_device, make_input, reference, within_reference  # noqa: E402
-from pynccl_ctypes_check import Nccl, NcclUniqueId  # noqa: E402
+from pynccl_ctypes_check import Nccl, shared_unique_id  # noqa: E402
 
 WARMUP_CYCLES = 20
 FD_SLACK, THREAD_SLACK = 2, 2
@@ -85,12 +85,7 @@ def main():
         dist.all_reduce(stop, op=dist.ReduceOp.MAX)
         if stop.item():
             break
-        uid = NcclUniqueId()
-        if rank == 0:
-            nccl.check(nccl.getUniqueId(ctypes.byref(uid)), "ncclGetUniqueId")
-        box = [ctypes.string_at(ctypes.addressof(uid), ctypes.sizeof(uid))]
-        dist.broadcast_object_list(box, src=0)
-        ctypes.memmove(ctypes.addressof(uid), box[0], ctypes.sizeof(uid))
+        uid = shared_unique_id(nccl, rank)
         comm = ctypes.c_void_p()
         nccl.check(nccl.commInitRank(ctypes.byref(comm), world, uid, rank), f"cycle {cycle}: ncclCommInitRank")
 
