@@ -93,6 +93,7 @@ class LoopbackWorld {
                 : v.twoShot ? LamportKernelVariant::kTwoShot
                             : LamportKernelVariant::kFast;
     a.residencyShare = v.residencyShare;
+    a.triggerAfterWait = v.triggerAfterWait ? 1 : 0;
     a.blockThreads = v.baseline ? 0 : v.blockThreads;
     a.disablePdl = v.pdl ? 0 : 1;
     // All N ranks' grids (and, with PDL, each stream's early-launched next grid) must be resident

@@ -32,7 +32,18 @@ std::vector<LoopbackVariant> loopbackVariants(int nRanks) {
   v.push_back({"fast-t256", false, false, 256, true});
   v.push_back({"fast-t512", false, false, 512, true});
   v.push_back({"fast-nobound", false, false, 0, true, 1});
-  if (nRanks >= 4) v.push_back({"twoshot", false, true, 0, true});
+  // The residency bound's trade-off (issue 10.1 against issue 11's large messages): a quarter and
+  // a half of the device per launch, and smaller blocks (the bound counts blocks, so more of them
+  // spread over more SMs).
+  v.push_back({"fast-share4", false, false, 0, true, 4});
+  v.push_back({"fast-share2", false, false, 0, true, 2});
+  v.push_back({"fast-t64", false, false, 64, true});
+  v.push_back({"fast-late", false, false, 0, true, 0, true});
+  v.push_back({"fast-share4-late", false, false, 0, true, 4, true});
+  if (nRanks >= 4) {
+    v.push_back({"twoshot", false, true, 0, true});
+    v.push_back({"twoshot-share4-late", false, true, 0, true, 4, true});
+  }
   return v;
 }
 
@@ -133,7 +144,8 @@ nlohmann::json loopbackJson(const LoopbackInfo& info, const std::vector<Loopback
   nlohmann::json vs = nlohmann::json::array();
   for (const LoopbackVariant& v : variants) {
     vs.push_back({{"name", v.name}, {"baseline", v.baseline}, {"twoShot", v.twoShot},
-                  {"blockThreads", v.blockThreads}, {"pdl", v.pdl}, {"residencyShare", v.residencyShare}});
+                  {"blockThreads", v.blockThreads}, {"pdl", v.pdl}, {"residencyShare", v.residencyShare},
+                  {"triggerAfterWait", v.triggerAfterWait}});
   }
   doc["variants"] = vs;
   nlohmann::json rs = nlohmann::json::array();

@@ -26,12 +26,16 @@ struct LoopbackVariant {
   int blockThreads = 0;   // kFast data threads per block; 0 = the launcher's default
   bool pdl = true;        // kFast: programmatic dependent launch
   int residencyShare = 0;  // kFast: 1/share of the device per launch; 0 = the launcher's default
+  bool triggerAfterWait = false;  // kFast/kTwoShot: PDL's launch_dependents only after the waits
 };
 
 /**
  * The variants of a loopback run at nRanks, baseline first (the ratios are baseline / variant):
  * baseline, fast, fast without PDL, fast with 256 and 512 data threads, fast without the
- * residency bound of issue 10.1 (fast-nobound: what the bound costs), and two-shot where nRanks >= 4.
+ * residency bound of issue 10.1 (fast-nobound: what the bound costs), with a bound of 1/4 and 1/2
+ * of the device (fast-share4, fast-share2), with 64 data threads (fast-t64), with the late PDL
+ * trigger (fast-late; fast-share4-late: the pair that keeps a pre-launched grid from holding SMs
+ * while one of a quarter of the device waits), and two-shot where nRanks >= 4.
  */
 [[nodiscard]] std::vector<LoopbackVariant> loopbackVariants(int nRanks);
 

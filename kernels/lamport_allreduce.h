@@ -81,6 +81,11 @@ struct LamportOneShotArgs {
                      // (A/B); PDL is used only on sm_90+ anyway. kBaseline never uses it
   int residencyShare;  // kFast/kTwoShot: the grid takes at most 1/residencyShare of the blocks the
                        // device holds at once; 0 = kLamportResidencyShare (A/B and tests only)
+  int triggerAfterWait;  // kFast/kTwoShot with PDL: 0 = a block lets the next kernel on the stream
+                         // be launched once its arrival is counted (early: the most overlap, but a
+                         // pre-launched grid then holds SMs while this one may still wait for peers);
+                         // non-zero = only once all its data threads have their peers' data, so a
+                         // pre-launched grid never holds SMs while this one can still block (A/B)
 };
 
 /**

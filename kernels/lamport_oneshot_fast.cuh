@@ -4,7 +4,10 @@
 //
 //  - Programmatic dependent launch (sm_90+): every thread waits on griddepcontrol.wait before it
 //    reads the rotation state or sendbuff, so the launch itself overlaps the previous kernel on the
-//    stream; launch_dependents right after the pushes lets the next kernel get launched early.
+//    stream. launch_dependents lets the next kernel get launched early: by default as soon as the
+//    block's arrival is counted (the control warp issues it, and the first issue counts for the
+//    whole block), or with args.triggerAfterWait only once all the block's data threads have their
+//    peers' data (gridLaunchDependentsAfterWait).
 //  - A dedicated control warp (the block's last warp) reads the rotation state, arrives with one
 //    acq_rel atomic per block and, in the last block, writes the next state with one 16-byte
 //    store. No data thread executes a fence or a returning atomic; nothing host-visible is
@@ -46,6 +49,17 @@ __device__ __forceinline__ void gridLaunchDependents() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
+}
+
+/**
+ * The late trigger (args.triggerAfterWait): once every data thread of this block is past its last
+ * wait on peers (named barrier 1, the control warp not counted), one of them lets the next kernel
+ * on the stream be launched. The first launch_dependents of any thread counts for the whole block
+ * (PTX ISA, griddepcontrol), so no thread may issue it earlier.
+ */
+__device__ __forceinline__ void gridLaunchDependentsAfterWait(uint32_t dataThreads) {
+  asm volatile("bar.sync 1, %0;" ::"r"(dataThreads) : "memory");
+  if (threadIdx.x == 0) gridLaunchDependents();
 }
 
 /** Returning add with acquire-release semantics at GPU scope (the arrival of one block). */
@@ -170,7 +184,7 @@ __global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
 
   if (control) {  // the arrival; this round dirties nVectors vectors per slot
     if (threadIdx.x == dataThreads) oneshot::controlArrive(ownBase, sState, nVectors * static_cast<uint32_t>(kLamportVectorBytes));
-    oneshot::gridLaunchDependents();
+    if (!args.triggerAfterWait) oneshot::gridLaunchDependents();
     return;
   }
 
@@ -204,7 +218,7 @@ __global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
       }
     }
   }
-  oneshot::gridLaunchDependents();
+  if (!args.triggerAfterWait) oneshot::gridLaunchDependents();
 
   // ---- 2. Clear the previous round's buffer (only what it dirtied) -----------------------------
   oneshot::clearPreviousBuffer(ownBase, args.layout, bufferIndex, dirtyVectors, nRanks, tid, stride);
@@ -246,6 +260,7 @@ __global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
       oneshot::storeOutput(args.recvbuff, bytes, first, Codec::pack(acc));
     }
   }
+  if (args.triggerAfterWait) oneshot::gridLaunchDependentsAfterWait(dataThreads);
 }
 
 }  // namespace nccl_lamport

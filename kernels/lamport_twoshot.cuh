@@ -150,7 +150,7 @@ __global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
 
   if (control) {  // the arrival; this round dirties a scatter and a gather chunk per slot
     if (threadIdx.x == dataThreads) oneshot::controlArrive(ownBase, sState, static_cast<uint32_t>(2 * chunkBytes));
-    oneshot::gridLaunchDependents();
+    if (!args.triggerAfterWait) oneshot::gridLaunchDependents();
     return;
   }
 
@@ -161,7 +161,7 @@ __global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
   for (uint32_t i = tid; i < chunkVectors; i += stride) {
     twoshot::scatterVector<Codec, NRANKS>(args, nRanks, bytes, nVectors, chunkVectors, i, bufferOffset);
   }
-  oneshot::gridLaunchDependents();
+  if (!args.triggerAfterWait) oneshot::gridLaunchDependents();
 
   // ---- 2. Clear the previous round's buffer (only what it dirtied) -----------------------------
   oneshot::clearPreviousBuffer(ownBase, args.layout, bufferIndex, dirtyVectors, nRanks, tid, stride);
@@ -193,6 +193,7 @@ __global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
                                   ownBuffer + chunkBytes + static_cast<size_t>(i) * kLamportVectorBytes, waiter,
                                   &sGaveUp);
   }
+  if (args.triggerAfterWait) oneshot::gridLaunchDependentsAfterWait(dataThreads);
 }
 
 }  // namespace nccl_lamport

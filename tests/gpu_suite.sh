@@ -20,8 +20,12 @@
 #              NCCL_LAMPORT_ENABLE=0 and with the hooks not asked for; hooked, and the call
 #              reaching our wrapper, by default), then allreduce_check.py
 #              under torchrun with the hooks on, compared with stock: "entry points ... hooked"
-#              on both ranks and "Lamport one-shot ON" required (the set-up inside the tuner's
+#              on both ranks and "Lamport one-shot ON" required (logged at the first call, for the set-up in the tuner's
 #              init); in shared-GPU mode NCCL_LAMPORT_TEST_SHARED_GPU=1 lets it past nNodes > 1
+#              then clients_check.py (eager, lazy, non-blocking) and pynccl_ctypes_check.py with
+#              --lib libnccl.so.2, each with NCCL_TUNER_PLUGIN alone, compared with stock runs
+#   tunercycles tests/clients/tuner_cycles.py: TUNER_CYCLES (1000) create/use/destroy cycles of a
+#              pynccl communicator with NCCL_TUNER_PLUGIN alone (not in the default list)
 #   faults     tests/reliability/fault_torch.py under torchrun with PyTorch's watchdog: one rank
 #              SIGKILLed / SIGSTOPped during Lamport calls; the job must end within FAULT_LIMIT s
 #              (not in the default list; the native fault tests are test_gpu_faults, part gtest)
@@ -169,7 +173,8 @@ torch_run() {
   local out
   out=$(mktemp)
   echo "=== $label: ${envs[*]+${envs[*]}} torchrun --standalone --nproc_per_node=2 $*" >>"$log"
-  env ${envs[@]+"${envs[@]}"} NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1 \
+  # The caller's variables come last, so that they win (NCCL_DEBUG=WARN for long runs).
+  env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1 ${envs[@]+"${envs[@]}"} \
     timeout "${TORCH_TIMEOUT:-300}" torchrun --standalone --nproc_per_node=2 "$@" >"$out" 2>&1
   local rc=$?
   cat "$out" >>"$log"
@@ -389,6 +394,47 @@ run_tuner() {
     fail
   fi
   compare_dirs "tuner stock vs hooks" "$RESULTS/tuner-stock" "$RESULTS/tuner-hooks" "$tlog"
+  # The PyTorch client scenarios (eager, lazy, non-blocking; new_group, async, graphs, DDP) and a
+  # pynccl bound to the real libnccl.so.2 by name, with NCCL_TUNER_PLUGIN alone; each compared
+  # with a stock run (reused from the clients / pynccl parts when they ran first).
+  local variant
+  for variant in ${CLIENT_VARIANTS:-eager lazy nonblocking}; do
+    local -a vargs=(--init eager) venv=() expect=(lamport --expect-lamport)
+    case $variant in
+      lazy) vargs=(--init lazy) ;;
+      nonblocking)
+        vargs=(--init eager --nonblocking --scenarios "eager_init,new_group,async,ddp")
+        venv=(TORCH_NCCL_USE_COMM_NONBLOCKING=1)
+        expect=(lamport)  # eligible or not is reported per group; results must match
+        ;;
+    esac
+    [ -d "$RESULTS/clients-stock-$variant" ] ||
+      torch_run "clients stock-$variant" "$tlog" stock ${venv[@]+"${venv[@]}"} -- \
+        tests/clients/torch/clients_check.py "${vargs[@]}" --out "$RESULTS/clients-stock-$variant"
+    torch_run "tuner clients $variant" "$tlog" "${expect[0]}" ${venv[@]+"${venv[@]}"} "${hooks[@]}" -- \
+      tests/clients/torch/clients_check.py "${vargs[@]}" "${expect[@]:1}" --out "$RESULTS/tuner-clients-$variant"
+    compare_dirs "tuner clients $variant vs stock" "$RESULTS/clients-stock-$variant" \
+      "$RESULTS/tuner-clients-$variant" "$tlog"
+  done
+  local script_p=tests/clients/pynccl_ctypes_check.py
+  [ -d "$RESULTS/tuner-pynccl-stock" ] ||
+    torch_run "pynccl stock (libnccl.so.2)" "$tlog" stock -- \
+      "$script_p" --lib libnccl.so.2 --label stock --expect-stock --out "$RESULTS/tuner-pynccl-stock"
+  torch_run "tuner pynccl libnccl.so.2" "$tlog" lamport "${hooks[@]}" -- \
+    "$script_p" --lib libnccl.so.2 --label tuner --expect-lamport --out "$RESULTS/tuner-pynccl"
+  compare_dirs "tuner pynccl vs stock" "$RESULTS/tuner-pynccl-stock" "$RESULTS/tuner-pynccl" "$tlog"
+}
+
+# NCCL_TUNER_PLUGIN alone, TUNER_CYCLES (1000) create/use/destroy cycles of a pynccl communicator,
+# the process's only one, so NCCL unloads and reloads the tuner every cycle (TUNER_CYCLES_BUDGET_S).
+run_tunercycles() {
+  local clog="$OUT/tuner-cycles.log" tuner_so
+  tuner_so="$(dirname "$SO")/libnccl-tuner-lamport.so"
+  : >"$clog"
+  TORCH_TIMEOUT=$(( ${TUNER_CYCLES_BUDGET_S:-480} + 90 )) torch_run "tuner cycles" "$clog" any NCCL_TUNER_PLUGIN="$tuner_so" NCCL_DEBUG=WARN -- \
+      tests/clients/tuner_cycles.py --lib libnccl.so.2 --cycles "${TUNER_CYCLES:-1000}" \
+      --budget-s "${TUNER_CYCLES_BUDGET_S:-480}" --expect-lamport
+  grep -E "tuner-cycles:|after [0-9]+ cycles" "$clog" | sed 's/^/    /' | tee -a "$summary"
 }
 
 run_faults() {
@@ -422,7 +468,7 @@ parts_skipped=0
 suite_t0=$SECONDS
 for part in "${parts[@]}"; do
   if ! declare -F "run_$part" >/dev/null; then
-    note "part $part: unknown (known: gtest bench nccltests torch clients pynccl jax tuner faults)"
+    note "part $part: unknown (known: gtest bench nccltests torch clients pynccl jax tuner tunercycles faults)"
     parts_failed=$((parts_failed + 1))
     continue
   fi

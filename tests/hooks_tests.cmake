@@ -60,6 +60,13 @@ set_tests_properties(shim_tuner_activation.untouched-disabled PROPERTIES ENVIRON
 set_tests_properties(shim_tuner_activation.untouched-denied PROPERTIES ENVIRONMENT "${_tuner_env};STANDIN_DENY_WX=1")
 set_tests_properties(shim_tuner_activation.untouched-opted-out PROPERTIES ENVIRONMENT "${_tuner_env};NCCL_LAMPORT_TUNER_HOOKS=0")
 
+# Issue 9: at INFO, the per-communicator lines name the handle (at bind) or NCCL's commId (in
+# the tuner's init), never "comm (nil)".
+add_test(NAME shim_tuner_activation.lognames COMMAND shim_tuner_activation lognames)
+set_tests_properties(shim_tuner_activation.lognames PROPERTIES LABELS cpu TIMEOUT 120
+  ENVIRONMENT "NCCL_TUNER_PLUGIN=${PROJECT_BINARY_DIR}/lib/libnccl-tuner-lamport.so;NCCL_DEBUG=INFO"
+  PASS_REGULAR_EXPRESSION "PASS lognames")
+
 # ctypes (pynccl's way): a CDLL handle and a function object taken before the first init.
 find_program(PYTHON3 python3)
 if(PYTHON3)
@@ -93,7 +100,7 @@ set(_fake_tuner $<TARGET_FILE:shim_fake_displaced_tuner>)
 set(_conf ${CMAKE_CURRENT_BINARY_DIR}/displaced_tuner_nccl.conf)
 file(GENERATE OUTPUT ${_conf} CONTENT "# written by tests/hooks_tests.cmake\nNCCL_TUNER_PLUGIN=${_fake_tuner}\n")
 foreach(_case TheNetPluginsTunerKeepsAnswering ANetPluginNotLoadedIsNotLoadedByUs NcclConfsTunerKeepsAnswering
-              WithoutOneOurCostsAreNcclsAlone ConfParsing)
+              WithoutOneOurCostsAreNcclsAlone ConfParsing AV2ChoiceBecomesTheCheapestEntryAndNothingElse)
   add_test(NAME displaced_tuner.${_case} COMMAND shim_displaced_tuner --gtest_filter=DisplacedTuner.${_case})
   set_tests_properties(displaced_tuner.${_case} PROPERTIES LABELS cpu TIMEOUT 60
     ENVIRONMENT "HOME=/nonexistent;NCCL_CONF_FILE=/nonexistent.conf" FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
@@ -102,6 +109,29 @@ set_tests_properties(displaced_tuner.TheNetPluginsTunerKeepsAnswering displaced_
   PROPERTIES ENVIRONMENT "HOME=/nonexistent;NCCL_CONF_FILE=/nonexistent.conf;NCCL_NET_PLUGIN=${_fake_tuner}")
 set_tests_properties(displaced_tuner.NcclConfsTunerKeepsAnswering PROPERTIES
   ENVIRONMENT "HOME=/nonexistent;NCCL_CONF_FILE=${_conf}")
+
+# Displaced tuners that export only an older tuner ABI (v4, v3, v2: NCCL 2.21 - 2.27 builds, as
+# aws-ofi-nccl has shipped) keep answering behind ours, called through their own ABI
+# (tuner/chained_tuner.h): the same cases, against a fake built for that version alone.
+foreach(_abi 4 3 2)
+  add_library(shim_fake_displaced_tuner_v${_abi} SHARED ${_hooks}/fake_displaced_tuner.c)
+  set_target_properties(shim_fake_displaced_tuner_v${_abi} PROPERTIES C_VISIBILITY_PRESET hidden)
+  target_compile_definitions(shim_fake_displaced_tuner_v${_abi} PRIVATE FAKE_TUNER_ABI=${_abi})
+  add_dependencies(shim_displaced_tuner shim_fake_displaced_tuner_v${_abi})
+  set(_old_fake $<TARGET_FILE:shim_fake_displaced_tuner_v${_abi}>)
+  set(_old_conf ${CMAKE_CURRENT_BINARY_DIR}/displaced_tuner_v${_abi}_nccl.conf)
+  file(GENERATE OUTPUT ${_old_conf} CONTENT "# written by tests/hooks_tests.cmake\nNCCL_TUNER_PLUGIN=${_old_fake}\n")
+  add_test(NAME displaced_tuner.v${_abi}-only.TheNetPluginsTunerKeepsAnswering
+    COMMAND shim_displaced_tuner --gtest_filter=DisplacedTuner.TheNetPluginsTunerKeepsAnswering)
+  set_tests_properties(displaced_tuner.v${_abi}-only.TheNetPluginsTunerKeepsAnswering PROPERTIES LABELS cpu TIMEOUT 60
+    ENVIRONMENT "HOME=/nonexistent;NCCL_CONF_FILE=/nonexistent.conf;NCCL_NET_PLUGIN=${_old_fake}"
+    FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
+  add_test(NAME displaced_tuner.v${_abi}-only.NcclConfsTunerKeepsAnswering
+    COMMAND shim_displaced_tuner --gtest_filter=DisplacedTuner.NcclConfsTunerKeepsAnswering)
+  set_tests_properties(displaced_tuner.v${_abi}-only.NcclConfsTunerKeepsAnswering PROPERTIES LABELS cpu TIMEOUT 60
+    ENVIRONMENT "HOME=/nonexistent;NCCL_CONF_FILE=${_old_conf};FAKE_DISPLACED_TUNER=${_old_fake}"
+    FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
+endforeach()
 
 # The A/B switch under NCCL_TUNER_PLUGIN: the INFO line says the path is off and NCCL untouched,
 # and gives no LD_PRELOAD advice (which would not turn it on).

@@ -44,12 +44,24 @@ bool sameObject(void* handle, const std::string& ourPath) {
   return realpath(map->l_name, a) != nullptr && realpath(ourPath.c_str(), b) != nullptr && std::string(a) == b;
 }
 
-const void* tableIn(void* handle, int version, const std::string& ourPath) {
-  if (handle == nullptr || sameObject(handle, ourPath)) return nullptr;
-  return dlsym(handle, ("ncclTunerPlugin_v" + std::to_string(version)).c_str());
+// The tuner struct in handle that a communicator set up through ncclAbiVersion can use: that
+// version's, else the newest older one whose init needs nothing NCCL's v5+ init alone gives
+// (v4, v3, v2). Not v5/v6 under a newer NCCL: their init takes NCCL's model constants in a layout
+// that differs from v7's.
+DisplacedTuner tableIn(void* handle, int ncclAbiVersion, const std::string& ourPath) {
+  DisplacedTuner found;
+  if (handle == nullptr || sameObject(handle, ourPath)) return found;
+  for (const int version : {ncclAbiVersion, 4, 3, 2}) {
+    if (const void* table = dlsym(handle, ("ncclTunerPlugin_v" + std::to_string(version)).c_str())) {
+      found.table = table;
+      found.abiVersion = version;
+      return found;
+    }
+  }
+  return found;
 }
 
-const void* search(int version, const std::string& ourPath, std::string* source) {
+DisplacedTuner search(int version, const std::string& ourPath) {
   // (a) nccl.conf's tuner, overridden by the environment's (ours).
   std::vector<std::string> confs;
   if (const char* f = getenv("NCCL_CONF_FILE")) confs.emplace_back(f);
@@ -60,9 +72,10 @@ const void* search(int version, const std::string& ourPath, std::string* source)
     if (value.empty() || value == "none") continue;
     for (const std::string& name : pluginNames(value, "nccl-tuner")) {
       void* handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (const void* table = tableIn(handle, version, ourPath)) {
-        *source = "NCCL_TUNER_PLUGIN=" + value + " in " + conf;
-        return table;  // the handle stays open while the table is in use: for the process
+      DisplacedTuner found = tableIn(handle, version, ourPath);
+      if (found.table != nullptr) {
+        found.source = "NCCL_TUNER_PLUGIN=" + value + " in " + conf;
+        return found;  // the handle stays open while the table is in use: for the process
       }
       if (handle != nullptr) dlclose(handle);
     }
@@ -70,18 +83,19 @@ const void* search(int version, const std::string& ourPath, std::string* source)
   // (b) the net plugin NCCL loaded before its tuner.
   const char* net = getenv("NCCL_NET_PLUGIN");
   const std::string netValue = net != nullptr && net[0] != '\0' ? net : "";
-  if (netValue == "none") return nullptr;
+  if (netValue == "none") return DisplacedTuner();
   const std::vector<std::string> names =
       netValue.empty() ? std::vector<std::string>{"libnccl-net.so"} : pluginNames(netValue, "nccl-net");
   for (const std::string& name : names) {
     void* handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-    if (const void* table = tableIn(handle, version, ourPath)) {
-      *source = "the net plugin " + name;
-      return table;
+    DisplacedTuner found = tableIn(handle, version, ourPath);
+    if (found.table != nullptr) {
+      found.source = "the net plugin " + name;
+      return found;
     }
     if (handle != nullptr) dlclose(handle);
   }
-  return nullptr;
+  return DisplacedTuner();
 }
 
 }  // namespace
@@ -100,19 +114,17 @@ std::string tunerPluginFromConf(const std::string& confText) {
   return value;
 }
 
-const void* displacedTuner(int version, const std::string& ourPath, std::string* source) {
+DisplacedTuner displacedTuner(int ncclAbiVersion, const std::string& ourPath) {
   static std::mutex mutex;
   static bool searched[8] = {};
-  static const void* found[8] = {};
-  static std::string sources[8];
-  if (version < 0 || version >= 8) return nullptr;
+  static DisplacedTuner found[8];
+  if (ncclAbiVersion < 5 || ncclAbiVersion >= 8) return DisplacedTuner();
   std::lock_guard<std::mutex> lock(mutex);
-  if (!searched[version]) {
-    searched[version] = true;
-    found[version] = search(version, ourPath, &sources[version]);
+  if (!searched[ncclAbiVersion]) {
+    searched[ncclAbiVersion] = true;
+    found[ncclAbiVersion] = search(ncclAbiVersion, ourPath);
   }
-  *source = sources[version];
-  return found[version];
+  return found[ncclAbiVersion];
 }
 
 }  // namespace nccl_lamport

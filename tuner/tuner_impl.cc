@@ -24,25 +24,27 @@ std::atomic<bool> gTunerOnlyPathOff{false};
 
 constexpr uint64_t kTunerLogSubsys = kSubsysTuning | kSubsysInit;
 
+// Names the communicator by what the tuner knows: NCCL's commId (v5+), else our context's
+// address; never as "comm 0x...", which the other lines use for the ncclComm_t handle.
 void logTopology(const TunerContext& context) {
   const TunerCommInfo& comm = context.comm;
   if (comm.hasCommId && comm.hasNvlDomains) {
     LAMPORT_INFO(kTunerLogSubsys,
-                 "tuner: comm 0x%016llx nRanks %zu nNodes %zu nvlDomains %d ranks/domain %d..%d "
+                 "tuner: commId 0x%016llx nRanks %zu nNodes %zu nvlDomains %d ranks/domain %d..%d "
                  "(tuner ABI v%d); NCCL's algorithm choice left unchanged",
                  static_cast<unsigned long long>(comm.commId), comm.nRanks, comm.nNodes,
                  comm.nvlDomains.nDomains, comm.nvlDomains.minRanksPerDomain,
                  comm.nvlDomains.maxRanksPerDomain, comm.abiVersion);
   } else if (comm.hasCommId) {
     LAMPORT_INFO(kTunerLogSubsys,
-                 "tuner: comm 0x%016llx nRanks %zu nNodes %zu nvlDomains ? (tuner ABI v%d); "
+                 "tuner: commId 0x%016llx nRanks %zu nNodes %zu nvlDomains ? (tuner ABI v%d); "
                  "NCCL's algorithm choice left unchanged",
                  static_cast<unsigned long long>(comm.commId), comm.nRanks, comm.nNodes,
                  comm.abiVersion);
   } else {
     // Tuner ABI v2..v4 carry no communicator id and no NVLink-domain summary.
     LAMPORT_INFO(kTunerLogSubsys,
-                 "tuner: comm %p nRanks %zu nNodes %zu (tuner ABI v%d: no comm id or NVLink "
+                 "tuner: communicator of tuner context %p nRanks %zu nNodes %zu (tuner ABI v%d: no comm id or NVLink "
                  "domains); NCCL's algorithm choice left unchanged",
                  static_cast<const void*>(&context), comm.nRanks, comm.nNodes, comm.abiVersion);
   }
@@ -141,10 +143,7 @@ ncclResult_t tunerGetCollInfo(void* context, int collType, size_t nBytes, int nu
     CostTable table(costTable, numAlgo, numProto);
     if (!table.empty()) editCollCosts(ctx, collType, nBytes, table);
     // The displaced tuner decides what we left to NCCL (today: everything).
-    if (ctx.chained.getCollInfo != nullptr && costTable != nullptr) {
-      ctx.chained.getCollInfo(ctx.chained.context, collType, nBytes, numPipeOps, reinterpret_cast<float**>(costTable),
-                              numAlgo, numProto, regBuff, nChannels);
-    }
+    chainedGetCollInfo(ctx.chained, collType, nBytes, numPipeOps, costTable, numAlgo, numProto, regBuff, nChannels);
     LAMPORT_TRACE(kSubsysTuning, "tuner: coll %d nBytes %zu numPipeOps %d regBuff %d: costs as NCCL set them",
                   collType, nBytes, numPipeOps, regBuff);
   } catch (...) {
@@ -157,7 +156,7 @@ ncclResult_t tunerFinalize(void* context) noexcept {
   if (ctx != nullptr && ctx->ncclSlot != nullptr && tunerActivationCommFinalize != nullptr) {
     tunerActivationCommFinalize(ctx->ncclSlot);
   }
-  if (ctx != nullptr && ctx->chained.finalize != nullptr) ctx->chained.finalize(ctx->chained.context);
+  if (ctx != nullptr) chainedFinalize(ctx->chained);
   delete ctx;
   return ncclSuccess;
 }

@@ -15,6 +15,7 @@
 #include <nccl.h>
 
 #include "common/log.h"
+#include "tuner/chained_tuner.h"
 
 namespace nccl_lamport {
 
@@ -38,22 +39,14 @@ struct TunerCommInfo {
 
 /** Our per-communicator state, handed to NCCL as the opaque tuner context. Immutable after
  *  init, so getCollInfo reads it from any thread without a lock. */
-/** The displaced tuner's per-communicator state (tuner/displaced_tuner.h): its context and the
- *  two entry points we forward to (getCollInfo has one signature from v4 on). */
-struct ChainedTuner {
-  void* context = nullptr;
-  ncclResult_t (*getCollInfo)(void* context, int collType, size_t nBytes, int numPipeOps, float** costTable,
-                              int numAlgo, int numProto, int regBuff, int* nChannels) = nullptr;
-  ncclResult_t (*finalize)(void* context) = nullptr;
-};
-
 struct TunerContext {
   TunerCommInfo comm;
   /** Where NCCL keeps this context (&comm->tunerContext): tuner activation's key for the
    *  communicator's set-up (plugin/comm/tuner_setup.h); null when not from NCCL. */
   const void* ncclSlot = nullptr;
-  /** The tuner ours displaced, initialised for this communicator (null entry points: none). It
-   *  answers after us, for everything we leave to NCCL. */
+  /** The tuner ours displaced, initialised for this communicator (abiVersion 0: none), called
+   *  through its own ABI (tuner/chained_tuner.h). It answers after us, for everything we leave
+   *  to NCCL. */
   ChainedTuner chained;
 };
 

@@ -53,32 +53,39 @@ TunerCommInfo commInfoWithId(int abiVersion, uint64_t commId, size_t nRanks, siz
   return comm;
 }
 
-// Chains the tuner ours displaced (tuner/displaced_tuner.h) into this communicator's context:
-// its init gets exactly NCCL's arguments (same ABI version), its getCollInfo and finalize run
-// after ours (tuner_impl.cc). A failing init leaves it out for this communicator.
+// Chains the tuner ours displaced (tuner/displaced_tuner.h) into this communicator's context.
+// One of NCCL's version gets exactly NCCL's arguments (callInit); an older one (v2..v4) gets what
+// its init takes. Its getCollInfo and finalize run after ours (tuner_impl.cc, through
+// tuner/chained_tuner.h). A failing init leaves it out for this communicator.
 template <typename Table, typename CallInit>
-void chainDisplaced(int version, void** context, CallInit callInit) {
+void chainDisplaced(int version, void** context, size_t nRanks, size_t nNodes, abi::TunerLogger logger,
+                    CallInit callInit) {
   if (context == nullptr || *context == nullptr) return;
-  std::string source;
-  const Table* table = nullptr;
+  DisplacedTuner found;
   try {
-    table = static_cast<const Table*>(displacedTuner(version, ownObjectPath(), &source));
+    found = displacedTuner(version, ownObjectPath());
   } catch (...) {
     return;  // nothing may cross the C ABI
   }
-  if (table == nullptr || table->init == nullptr || table->getCollInfo == nullptr || table->finalize == nullptr) return;
+  if (!chainableTuner(found.abiVersion, found.table)) return;
   void* inner = nullptr;
-  if (callInit(table, &inner) != ncclSuccess) {
+  const ncclResult_t result =
+      found.abiVersion == version
+          ? callInit(static_cast<const Table*>(found.table), &inner)
+          : initOlderTuner(found.abiVersion, found.table, nRanks, nNodes, logger, &inner);
+  if (result != ncclSuccess) {
     LAMPORT_INFO(kSubsysTuning, "tuner: the tuner ours displaced (%s) failed its init: NCCL tunes this "
-                 "communicator alone", source.c_str());
+                 "communicator alone", found.source.c_str());
     return;
   }
   auto* ctx = static_cast<TunerContext*>(*context);
+  ctx->chained.abiVersion = found.abiVersion;
+  ctx->chained.table = found.table;
   ctx->chained.context = inner;
-  ctx->chained.getCollInfo = reinterpret_cast<decltype(ctx->chained.getCollInfo)>(table->getCollInfo);
-  ctx->chained.finalize = table->finalize;
-  LAMPORT_INFO(kSubsysTuning, "tuner: %s (%s, tuner ABI v%d) keeps answering behind ours",
-               table->name != nullptr ? table->name : "a tuner", source.c_str(), version);
+  const char* name = chainedTunerName(found.table);
+  LAMPORT_INFO(kSubsysTuning, "tuner: %s (%s, tuner ABI v%d%s) keeps answering behind ours",
+               name != nullptr ? name : "a tuner", found.source.c_str(), found.abiVersion,
+               found.abiVersion == version ? "" : ", called through its own ABI");
 }
 
 // NCCL passes float[numAlgo][numProto] as float**; the pointer is the first float.
@@ -142,7 +149,7 @@ ncclResult_t initWithCommId(void** context, uint64_t commId, size_t nRanks, size
                             Constants* constants /* ours leaves it as NCCL set it */) try {
   tunerInitFromNccl(commInfoWithId(kVersion, commId, nRanks, nNodes, nvlDomainInfo), logger, context,
                     __builtin_return_address(0));
-  chainDisplaced<Table>(kVersion, context, [&](const Table* t, void** inner) {
+  chainDisplaced<Table>(kVersion, context, nRanks, nNodes, logger, [&](const Table* t, void** inner) {
     return t->init(inner, commId, nRanks, nNodes, logger, nvlDomainInfo, constants);
   });
   return ncclSuccess;

@@ -5,6 +5,7 @@
 #include "include/nccl_lamport.h"
 #include "plugin/abi/entry_guard.h"
 #include "plugin/comm/comm_registry.h"
+#include "plugin/hooks/tuner_activation.h"
 #include "plugin/abi/export.h"
 #include "plugin/interpose/interpose_state.h"
 #include "tuner/tuner_impl.h"
@@ -14,6 +15,7 @@ using namespace nccl_lamport;
 NCCL_LAMPORT_EXPORT ncclResult_t ncclLamportGetAllReducePath(ncclComm_t comm, size_t count, ncclDataType_t datatype,
                                                              ncclRedOp_t op, ncclLamportPath_t* path) try {
   if (path == nullptr) return ncclInvalidArgument;
+  bindQueriedComm(comm);  // tuner activation: a handle not used yet is described by its set-up
   const std::shared_ptr<LamportComm> lc = comm != nullptr ? CommRegistry::instance().find(comm) : nullptr;
   switch (pathFor(lc.get(), count, datatype, op)) {
     case AllReducePath::kLamportOneShot: *path = ncclLamportPathOneShot; break;
@@ -28,6 +30,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclLamportGetAllReducePath(ncclComm_t comm, si
 NCCL_LAMPORT_EXPORT ncclResult_t ncclLamportGetCommInfo(ncclComm_t comm, ncclLamportCommInfo_t* info) try {
   if (info == nullptr) return ncclInvalidArgument;
   memset(info, 0, sizeof(*info));
+  bindQueriedComm(comm);  // tuner activation: a handle not used yet is described by its set-up
   const std::shared_ptr<LamportComm> lc = comm != nullptr ? CommRegistry::instance().find(comm) : nullptr;
   if (lc == nullptr) return ncclSuccess;
   info->known = 1;

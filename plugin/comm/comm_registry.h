@@ -34,6 +34,8 @@ struct LamportComm {
   int rank = -1;
   int nRanks = 0;
   int cudaDev = -1;
+  /** Compute capability * 10 + minor of cudaDev (0 when the set-up never read it); for logs. */
+  int smArch = 0;
   /** True once every rank agreed and mapped the workspace; set before publication, then fixed. */
   bool eligible = false;
   /** Created non-blocking (config.blocking = 0 or NCCL_COMM_BLOCKING=0); a split or shrink

@@ -107,8 +107,15 @@ void setUpAtTunerInit(const TunerCommInfo& comm, const void* contextSlot) {
       RendezvousExchange exchange(comm.commId, static_cast<uint32_t>(comm.nRanks), globalConfig().rendezvousTimeoutMs);
       lc = setupWorkspaceOverExchange(static_cast<int>(comm.nRanks), device, exchange);
     }
-    LAMPORT_INFO(kSubsysInit, "tuner activation: comm 0x%016llx nRanks %zu: %s%s",
-                 static_cast<unsigned long long>(comm.commId), comm.nRanks,
+    // The handle is not known here (NCCL has not returned it yet): this line names the
+    // communicator by NCCL's commId, and the verdict line naming the handle comes at bind time.
+    // rank (the place in the exchange) and cudaDev only where the set-up learnt them.
+    std::string where;
+    if (lc->rank >= 0) where += " rank " + std::to_string(lc->rank);
+    where += " nRanks " + std::to_string(comm.nRanks);
+    if (lc->cudaDev >= 0) where += " cudaDev " + std::to_string(lc->cudaDev);
+    LAMPORT_INFO(kSubsysInit, "tuner activation: commId 0x%016llx%s: %s%s; its handle is named at its first call",
+                 static_cast<unsigned long long>(comm.commId), where.c_str(),
                  lc->eligible ? "workspace ready, " : "not accelerated: ", lc->reason.c_str());
     record(contextSlot, comm.commId, std::move(lc));
   } catch (...) {
@@ -125,6 +132,14 @@ void forgetTunerSetUp(const void* contextSlot) {
     pending().erase(it);
   }
   if (lc != nullptr) releaseCommEntry(std::shared_ptr<LamportComm>(std::move(lc)), /*aborting=*/false);
+}
+
+bool tunerSetUpRecordedFor(ncclComm_t comm) {
+  if (comm == nullptr) return false;
+  const auto handle = reinterpret_cast<uintptr_t>(comm);
+  std::lock_guard<std::mutex> lock(gMutex);
+  auto it = pending().upper_bound(handle);
+  return it != pending().end() && it->first - handle <= kMaxCommBytes;
 }
 
 bool bindCommToTunerSetUp(ncclComm_t comm) {
@@ -160,6 +175,8 @@ bool bindCommToTunerSetUp(ncclComm_t comm) {
   }
   lc->comm = comm;
   if (lc->rank < 0) REAL_NCCL(ncclCommUserRank)(comm, &lc->rank);
+  if (lc->cudaDev < 0) lc->cudaDev = device;  // a set-up that never got a device (multi-node)
+  logCommVerdict(*lc);  // the first line that can name the handle
   CommRegistry::instance().insert(std::move(lc));
   return true;
 }

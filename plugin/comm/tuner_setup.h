@@ -37,6 +37,10 @@ void setUpAtTunerInit(const TunerCommInfo& comm, const void* contextSlot);
 /** The tuner's finalize for the context at contextSlot: frees a set-up that was never bound. */
 void forgetTunerSetUp(const void* contextSlot);
 
+/** True when a set-up recorded in the tuner's init lies within kMaxCommBytes above the handle.
+ *  Reads only our own records, never the handle's memory (a destroyed handle is safe to ask). */
+bool tunerSetUpRecordedFor(ncclComm_t comm);
+
 /** At a hooked call on a handle we do not know: registers it with the set-up recorded for it,
  *  or as not accelerated with the reason. True when it is now registered. */
 bool bindCommToTunerSetUp(ncclComm_t comm);

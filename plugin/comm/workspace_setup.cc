@@ -1,229 +1,27 @@
 #include "plugin/comm/workspace_setup.h"
 
 #include <cuda_runtime_api.h>
-#include <unistd.h>
 
-#include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <random>
-#include <sstream>
 #include <string>
-#include <thread>
+#include <vector>
 
-#include "kernels/lamport_allreduce.h"
-#include "plugin/abi/entry_guard.h"
 #include "plugin/comm/comm_registry.h"
 #include "plugin/comm/comm_teardown.h"
 #include "common/config.h"
 #include "plugin/comm/cuda_guards.h"
-#include "plugin/transport/fd_exchange.h"
 #include "common/log.h"
-#include "plugin/transport/peer_memory.h"
 #include "plugin/loader/real_nccl.h"
-#include "plugin/transport/topology.h"
-#include "tuner/routing.h"
-#include "tuner/tuning_file.h"
+#include "plugin/comm/setup_state.h"
+#include "plugin/comm/setup_verdict.h"
+#include "plugin/comm/workspace_mapping.h"
 
 namespace nccl_lamport {
 
 namespace {
-
-constexpr uint32_t kRecordMagic = 0x4c414d50;  // "LAMP"
-constexpr uint32_t kRecordVersion = 2;  // 2: twoShotMaxBytes
-// How long one rank waits for a peer to fetch or serve a file descriptor during set-up.
-constexpr int kFdExchangeTimeoutMs = 60000;
-
-/** What each rank publishes in round 1. Fixed layout: it crosses processes. */
-struct ExchangeRecord {
-  uint32_t magic;
-  uint32_t version;
-  uint32_t capable;  // 1: this rank can take part (allocation, export and server all worked)
-  int32_t smArch;    // compute capability * 10 + minor
-  uint64_t hostHash;
-  uint64_t processId;
-  uint64_t processNonce;
-  uint64_t slotBytes;   // the slot size this rank proposes (agreed = min over ranks)
-  uint64_t twoShotMaxBytes;  // this rank's two-shot override (knob, else tuning file; 0 = built-in);
-                             // agreed = min over ranks, so a rank without it keeps the built-in
-  uint64_t allocBytes;  // size of this rank's allocation
-  uint64_t handle;      // CUmemGenericAllocationHandle, meaningful inside processId only
-  char busId[32];
-  char serverName[kFdServerNameBytes];
-};
-
-/** Round 2: one word per rank, padded so every rank's block is 16-byte aligned. */
-struct OkRecord {
-  uint32_t ok;
-  uint32_t pad[3];
-};
-
-uint64_t fnv1a(const std::string& text, uint64_t hash = 1469598103934665603ull) {
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 1099511628211ull;
-  }
-  return hash;
-}
-
-// Same on every process of one host, different across hosts (hostname + boot id).
-uint64_t hostHash() {
-  static const uint64_t hash = [] {
-    char name[256] = {0};
-    gethostname(name, sizeof(name) - 1);
-    std::ifstream bootId("/proc/sys/kernel/random/boot_id");
-    std::stringstream boot;
-    boot << bootId.rdbuf();
-    return fnv1a(boot.str(), fnv1a(name));
-  }();
-  return hash;
-}
-
-uint64_t processNonce() {
-  static const uint64_t nonce = [] {
-    std::random_device device;
-    return (static_cast<uint64_t>(device()) << 32) ^ device() ^ static_cast<uint64_t>(getpid());
-  }();
-  return nonce;
-}
-
-/** Bytes of user message one slot may hold so that the whole workspace stays under capBytes. */
-size_t maxSlotBytesForCap(int nRanks, size_t capBytes) {
-  constexpr size_t kGranularity = size_t{2} << 20;  // VMM granularity on current GPUs
-  size_t usable = capBytes >= kGranularity ? capBytes / kGranularity * kGranularity : capBytes;
-  if (usable <= kLamportControlBytes) return 0;
-  size_t slot = (usable - kLamportControlBytes) / (kLamportBufferCount * static_cast<size_t>(nRanks - 1));
-  return slot / kLamportVectorBytes * kLamportVectorBytes;
-}
-
-/** Everything one communicator needs while it is being set up. */
-struct SetupState {
-  ncclComm_t comm = nullptr;
-  std::unique_ptr<LamportComm> lc;
-  int smArch = 0;
-  std::string why;  // first local failure
-  ExchangeRecord mine{};
-  std::vector<ExchangeRecord> records;
-  cudaStream_t stream = nullptr;
-  void* sendDev = nullptr;
-  void* recvDev = nullptr;
-  FdServer server;
-  int exportedFd = -1;
-  size_t agreedTwoShotOverride = 0;  // min over ranks of ExchangeRecord::twoShotMaxBytes
-  bool proceed = false;  // round-1 verdict, identical on every rank
-  bool localOk = false;  // this rank mapped every peer and initialised its buffers
-  std::thread serverThread;
-  bool served = true;    // every peer in another process fetched our descriptor
-
-  ~SetupState() {
-    if (serverThread.joinable()) serverThread.join();
-    if (exportedFd >= 0) close(exportedFd);
-    // Stream-ordered: a cudaFree would synchronise the whole device, and wait for an exchange
-    // all-gather that a dead peer never completes. The stream goes once its work is done.
-    if (sendDev != nullptr) cudaFreeAsync(sendDev, stream);
-    if (recvDev != nullptr) cudaFreeAsync(recvDev, stream);
-    if (stream != nullptr) cudaStreamDestroy(stream);
-  }
-};
-
-/**
- * Runs one local step of s's set-up. A throw (allocation, thread creation) must not skip the
- * exchange rounds that follow, or the peers wait for this rank forever: it ends this rank's part
- * (proceed = false, and before round 1 capable stays 0), which the next round tells every rank.
- */
-template <typename Step>
-void guardedStep(SetupState& s, const char* what, Step step) noexcept {
-  try {
-    step();
-  } catch (...) {
-    resultOfException(what);
-    s.proceed = false;
-    s.localOk = false;
-    s.mine.capable = 0;
-    try {
-      if (s.why.empty()) s.why = std::string(what) + " failed (exception)";
-    } catch (...) {  // no memory for the text either: the log line above says it
-    }
-  }
-}
-
-bool cudaOk(cudaError_t err, const char* what, std::string* why) {
-  if (err == cudaSuccess) return true;
-  if (why->empty()) *why = std::string(what) + ": " + cudaGetErrorString(err);
-  return false;
-}
-
-void prepareLocal(SetupState& s, const Config& config) {
-  LamportComm& lc = *s.lc;
-  s.mine.magic = kRecordMagic;
-  s.mine.version = kRecordVersion;
-  s.mine.hostHash = hostHash();
-  s.mine.processId = static_cast<uint64_t>(getpid());
-  s.mine.processNonce = processNonce();
-
-  if (!cudaOk(cudaSetDevice(lc.cudaDev), "cudaSetDevice", &s.why)) return;
-  cudaOk(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate", &s.why);
-  if (s.stream != nullptr) {
-    cudaOk(cudaMallocAsync(&s.sendDev, sizeof(ExchangeRecord), s.stream), "cudaMallocAsync", &s.why);
-    cudaOk(cudaMallocAsync(&s.recvDev, sizeof(ExchangeRecord) * lc.nRanks, s.stream), "cudaMallocAsync", &s.why);
-  }
-  int major = 0, minor = 0;
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, lc.cudaDev);
-  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, lc.cudaDev);
-  s.smArch = major * 10 + minor;
-  s.mine.smArch = s.smArch;
-  GpuIdentity identity{};
-  if (localGpuIdentity(lc.cudaDev, &identity)) {
-    snprintf(s.mine.busId, sizeof(s.mine.busId), "%s", identity.busId);
-  } else if (s.why.empty()) {
-    s.why = "cannot read the GPU's PCI bus id";
-  }
-  if (!s.why.empty()) return;
-
-  if (lc.nRanks > kLamportMaxRanks) {
-    s.why = "more ranks than the kernels support (" + std::to_string(kLamportMaxRanks) + ")";
-    return;
-  }
-  std::string why;
-  if (!deviceSupportsPeerMemory(lc.cudaDev, PeerHandleType::kPosixFd, &why)) {
-    s.why = why;
-    return;
-  }
-  const size_t capSlot = maxSlotBytesForCap(lc.nRanks, config.workspaceMaxBytes);
-  // Knobs first, then NCCL_LAMPORT_TUNING_FILE, then the built-in table (tuner/tuning_file.h).
-  // Ranks whose files differ still agree: the slot (one-shot) and the two-shot bound are both
-  // the minimum over ranks (decideFromRecords).
-  const CrossoverOverrides overrides = crossoverOverrides(config.tuningFile, lc.nRanks, s.smArch,
-                                                          config.oneShotMaxBytes, config.twoShotMaxBytes);
-  s.mine.twoShotMaxBytes = overrides.twoShotMaxBytes;
-  const RoutingTable table = makeRoutingTable(lc.nRanks, s.smArch, overrides.oneShotMaxBytes, capSlot);
-  const size_t slotBytes = (table.oneShotMaxBytes + kLamportVectorBytes - 1) / kLamportVectorBytes * kLamportVectorBytes;
-  if (slotBytes == 0) {
-    s.why = "workspace cap NCCL_LAMPORT_WORKSPACE_MAX_BYTES too small for any message";
-    return;
-  }
-  const LamportLayout layout{lc.nRanks, slotBytes};
-  if (!lc.local.create(lc.cudaDev, layout.totalBytes(), PeerHandleType::kPosixFd, &why)) {
-    s.why = "workspace allocation failed: " + why;
-    return;
-  }
-  s.exportedFd = lc.local.exportFd();
-  std::string serverName;
-  if (s.exportedFd < 0 || !s.server.open(&serverName)) {
-    s.why = "cannot export the workspace to other processes";
-    return;
-  }
-  snprintf(s.mine.serverName, sizeof(s.mine.serverName), "%s", serverName.c_str());
-  s.mine.slotBytes = slotBytes;
-  s.mine.allocBytes = lc.local.size();
-  s.mine.handle = static_cast<uint64_t>(lc.local.handle());
-  s.mine.capable = 1;
-}
 
 /** One grouped all-gather of `bytes` per rank over every state's communicator. */
 /** The grouped all-gather itself: under the control's mutex, skipped once cancelled. */
@@ -284,176 +82,9 @@ void groupedAllGather(std::vector<std::unique_ptr<SetupState>>& states, size_t b
   }
 }
 
-/** Round-1 verdict from the records alone: identical on every rank. */
-void decideFromRecords(SetupState& s) {
-  const LamportComm& lc = *s.lc;
-  s.proceed = false;
-  uint64_t slot = UINT64_MAX;
-  uint64_t twoShot = UINT64_MAX;
-  for (int r = 0; r < lc.nRanks; ++r) {
-    const ExchangeRecord& rec = s.records[r];
-    if (rec.magic != kRecordMagic || rec.version != kRecordVersion) {
-      s.why = "rank " + std::to_string(r) + " runs another nccl-lamport version or none";
-      return;
-    }
-    if (!rec.capable) {
-      if (s.why.empty()) s.why = "rank " + std::to_string(r) + " cannot host a Lamport workspace";
-      return;
-    }
-    if (rec.hostHash != s.records[0].hostHash) {
-      s.why = "ranks span several hosts (MNNVL is not supported yet)";
-      return;
-    }
-    slot = std::min<uint64_t>(slot, rec.slotBytes);
-    twoShot = std::min<uint64_t>(twoShot, rec.twoShotMaxBytes);
-  }
-  s.agreedTwoShotOverride = static_cast<size_t>(twoShot);
-  s.lc->launchTemplate.layout = LamportLayout{lc.nRanks, static_cast<size_t>(slot)};
-  s.proceed = true;
-}
-
-bool samePeerProcess(const ExchangeRecord& a, const ExchangeRecord& b) {
-  return a.hostHash == b.hostHash && a.processId == b.processId && a.processNonce == b.processNonce;
-}
-
-/** Starts serving our descriptor to the peers in other processes. Every communicator of a
- *  set-up serves before any fetches, so two processes that set up several communicators in
- *  different orders never wait on each other's servers. */
-void startServing(SetupState& s) {
-  const LamportComm& lc = *s.lc;
-  int remoteProcessPeers = 0;
-  for (int r = 0; r < lc.nRanks; ++r) {
-    if (r != lc.rank && !samePeerProcess(s.records[r], s.mine)) ++remoteProcessPeers;
-  }
-  if (remoteProcessPeers == 0) return;
-  s.serverThread = std::thread(
-      [&s, remoteProcessPeers] { s.served = s.server.serve(s.exportedFd, remoteProcessPeers, kFdExchangeTimeoutMs); });
-}
-
-/** Checks links and maps every peer's workspace. Keeps fetching after a failure, so no peer's
- *  server is left waiting for us. */
-void mapPeers(SetupState& s, const Config& config) {
-  LamportComm& lc = *s.lc;
-  cudaSetDevice(lc.cudaDev);
-  bool ok = true;
-  lc.peers.resize(lc.nRanks);
-  for (int r = 0; r < lc.nRanks; ++r) {
-    if (r == lc.rank) continue;
-    const ExchangeRecord& peer = s.records[r];
-    std::string why;
-    if (samePeerProcess(peer, s.mine)) {
-      if (!ok) continue;
-    } else {
-      // Always fetch: the peer's server counts us among its clients.
-      int fd = receiveFd(peer.serverName, kFdExchangeTimeoutMs);
-      if (fd < 0) {
-        if (ok) s.why = "cannot receive rank " + std::to_string(r) + "'s workspace handle";
-        ok = false;
-        continue;
-      }
-      if (ok) {
-        auto mapping = std::make_unique<PeerMapping>();
-        if (mapping->mapFd(fd, peer.allocBytes, lc.cudaDev, &why)) {
-          lc.peers[r] = std::move(mapping);
-        } else {
-          s.why = "cannot map rank " + std::to_string(r) + "'s workspace: " + why;
-          ok = false;
-        }
-      }
-      close(fd);
-      continue;
-    }
-    auto mapping = std::make_unique<PeerMapping>();
-    if (mapping->mapHandle(static_cast<CUmemGenericAllocationHandle>(peer.handle), peer.allocBytes, lc.cudaDev, &why)) {
-      lc.peers[r] = std::move(mapping);
-    } else {
-      s.why = "cannot map rank " + std::to_string(r) + "'s workspace: " + why;
-      ok = false;
-    }
-  }
-  for (int r = 0; r < lc.nRanks && ok; ++r) {
-    if (r == lc.rank) continue;
-    std::string why;
-    if (checkNvlinkP2p(s.mine.busId, s.records[r].busId, &why) != LinkCheck::kNvlinkP2p && config.requireNvlink) {
-      s.why = "no NVLink P2P between rank " + std::to_string(lc.rank) + " and rank " + std::to_string(r) + ": " + why;
-      ok = false;
-    }
-  }
-  s.localOk = ok;
-}
-
-/** Joins the server, then prepares what the kernel needs: flags, kernels, the empty buffers. */
-void finishLocal(SetupState& s) {
-  LamportComm& lc = *s.lc;
-  if (s.serverThread.joinable()) s.serverThread.join();
-  bool ok = s.localOk;
-  if (ok && !s.served) {
-    s.why = "a peer did not fetch this rank's workspace handle";
-    ok = false;
-  }
-  cudaSetDevice(lc.cudaDev);
-  if (ok) {
-    ok = cudaOk(cudaHostAlloc(reinterpret_cast<void**>(&lc.hostFlags), sizeof(LamportHostFlags),
-                              cudaHostAllocMapped | cudaHostAllocPortable),
-                "cudaHostAlloc", &s.why);
-  }
-  if (ok) {
-    lc.hostFlags->abort = 0;
-    lc.hostFlags->error = 0;
-    ok = cudaOk(cudaEventCreateWithFlags(&lc.orderEvent, cudaEventDisableTiming), "cudaEventCreate", &s.why) &&
-         cudaOk(cudaEventCreateWithFlags(&lc.doneEvent, cudaEventDisableTiming), "cudaEventCreate", &s.why) &&
-         cudaOk(lamportPrepareKernels(lc.nRanks), "loading the Lamport kernels", &s.why) &&
-         cudaOk(launchLamportWorkspaceInit(lc.local.ptr(), lc.launchTemplate.layout, s.stream),
-                "workspace init", &s.why) &&
-         cudaOk(cudaStreamSynchronize(s.stream), "workspace init", &s.why);
-  }
-  s.localOk = ok;
-}
-
-void fillLaunchTemplate(LamportComm& lc, uint64_t timeoutMs) {
-  LamportOneShotArgs& args = lc.launchTemplate;
-  args.rank = lc.rank;
-  for (int r = 0; r < lc.nRanks; ++r) {
-    args.peerBases[r] = r == lc.rank ? lc.local.ptr() : lc.peers[r]->ptr();
-  }
-  void* abortDev = nullptr;
-  void* errorDev = nullptr;
-  cudaHostGetDevicePointer(&abortDev, const_cast<uint32_t*>(&lc.hostFlags->abort), 0);
-  cudaHostGetDevicePointer(&errorDev, const_cast<uint32_t*>(&lc.hostFlags->error), 0);
-  args.abortFlag = static_cast<const volatile uint32_t*>(abortDev);
-  args.errorFlag = static_cast<uint32_t*>(errorDev);
-  args.timeoutNs = timeoutMs * 1000000ull;
-  args.variant = globalConfig().baselineKernel ? LamportKernelVariant::kBaseline : LamportKernelVariant::kFast;
-}
-
-// Fills in the verdict (eligible or not, the reason, the launch template) and logs it once.
-void decide(SetupState& s, bool allOk) {
-  LamportComm& lc = *s.lc;
-  if (allOk) {
-    fillLaunchTemplate(lc, globalConfig().timeoutMs);
-    // The agreed slot (minimum over ranks) is the crossover: identical on every rank even if
-    // their environments differ, so no two ranks route one call differently.
-    lc.table.oneShotMaxBytes = lc.launchTemplate.layout.slotBytes;
-    lc.table.twoShotMaxBytes = agreedTwoShotMaxBytes(lc.nRanks, s.smArch, s.agreedTwoShotOverride,
-                                                     lc.table.oneShotMaxBytes, lc.launchTemplate.layout.slotBytes);
-    lc.eligible = true;
-    lc.reason = "Lamport one-shot up to " + std::to_string(lc.table.oneShotMaxBytes) + " bytes";
-    LAMPORT_INFO(kSubsysInit,
-                 "comm %p rank %d nRanks %d cudaDev %d sm_%d: Lamport one-shot ON for float32/float16/bfloat16 "
-                 "sum/avg up to %zu bytes; workspace %zu bytes (3 buffers x %d slots x %zu bytes)",
-                 static_cast<void*>(lc.comm), lc.rank, lc.nRanks, lc.cudaDev, s.smArch, lc.table.oneShotMaxBytes,
-                 lc.local.size(), lc.nRanks - 1, lc.launchTemplate.layout.slotBytes);
-  } else {
-    releaseResources(lc);
-    lc.eligible = false;
-    lc.reason = s.why.empty() ? std::string("a peer could not set up its workspace") : s.why;
-    LAMPORT_INFO(kSubsysInit, "comm %p rank %d nRanks %d cudaDev %d: Lamport OFF, every call goes to NCCL: %s",
-                 static_cast<void*>(lc.comm), lc.rank, lc.nRanks, lc.cudaDev, lc.reason.c_str());
-  }
-}
-
 void publish(SetupState& s, bool allOk) {
-  decide(s, allOk);
+  settleVerdict(s, allOk);
+  logCommVerdict(*s.lc);
   CommRegistry::instance().insert(std::move(s.lc));
 }
 
@@ -620,7 +251,7 @@ std::unique_ptr<LamportComm> setupWorkspaceOverExchange(int nRanks, int cudaDev,
     s->localOk = allOk;
   }
   cudaSetDevice(cudaDev);
-  decide(*s, s->proceed && s->localOk);
+  settleVerdict(*s, s->proceed && s->localOk);
   return std::move(s->lc);
 }
 

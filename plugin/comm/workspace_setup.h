@@ -15,6 +15,10 @@
 //      other process: a POSIX fd over a Unix socket), fills its buffers with the empty sentinel;
 //   4. round 2: all-gather of one "ok" word per rank; the communicator is accelerated only if
 //      every rank reported ok (SPEC 4.4).
+//
+// The rounds are driven here (workspace_setup.cc); steps 1 and 3 are this rank's workspace and
+// its peers' (workspace_mapping.h), the verdicts after each round are setup_verdict.h, and the
+// state they share is setup_state.h.
 #pragma once
 
 #include <nccl.h>
@@ -52,9 +56,16 @@ class SetupExchange {
  * tuner's init, SPEC 4a), with both rounds over `exchange`: nRanks ranks, this rank's device
  * cudaDev; this rank's rank is its place in the exchange's order (the same order on every rank,
  * hence the same reduction order). Returns the entry, eligible or not, NOT registered: it is
- * bound to its handle at the handle's first hooked call. Never throws.
+ * bound to its handle at the handle's first hooked call. Logs no per-communicator verdict line:
+ * that line names the handle, so the binder logs it (logCommVerdict) once the handle is known.
+ * Never throws.
  */
 std::unique_ptr<LamportComm> setupWorkspaceOverExchange(int nRanks, int cudaDev, SetupExchange& exchange);
+
+/** Logs lc's verdict once at INFO, naming lc.comm: the ON line (crossover and workspace size) or
+ *  the OFF line with the reason. setupWorkspaces calls it itself; the set-up inside the tuner's
+ *  init leaves it to whoever binds the entry to its handle. */
+void logCommVerdict(const LamportComm& lc);
 
 /** Registers comm as known but never accelerated, with a reason (logged once at INFO). */
 void registerIneligible(ncclComm_t comm, const char* reason, bool nonBlocking = false);

@@ -128,7 +128,20 @@ bool tunerHooksInstalled() { return gInstalled.load(std::memory_order_acquire); 
 void bindHookedComm(ncclComm_t comm) {
   if (!tunerHooksInstalled() || comm == nullptr) return;
   if (CommRegistry::instance().find(comm) != nullptr) return;
+  // A non-blocking communicator whose init NCCL has not finished may not have reached the tuner's
+  // init yet: binding it now would find no set-up and leave it on NCCL for good. NCCL answers
+  // calls on it until it is ready; the first call after that binds it.
+  ncclResult_t state = ncclSuccess;
+  if (REAL_NCCL(ncclCommGetAsyncError)(comm, &state) == ncclSuccess && state == ncclInProgress) return;
   bindCommToTunerSetUp(comm);
+}
+
+void bindQueriedComm(ncclComm_t comm) {
+  if (!tunerHooksInstalled() || comm == nullptr) return;
+  if (CommRegistry::instance().find(comm) != nullptr) return;
+  // Only a handle with a set-up recorded above it: anything else (a destroyed handle, a handle of
+  // a communicator made before the hooks) is answered "unknown" without touching its memory.
+  if (tunerSetUpRecordedFor(comm)) bindCommToTunerSetUp(comm);
 }
 
 }  // namespace nccl_lamport

@@ -36,7 +36,12 @@ bool tunerHooksInstalled();
 
 /** At a hooked call on a communicator we do not know yet: binds it to the set-up recorded in the
  *  tuner's init, or registers it as not accelerated with the reason. No-op unless the hooks are
- *  installed. */
+ *  installed, and while NCCL reports the communicator's init still in progress (non-blocking). */
 void bindHookedComm(ncclComm_t comm);
+
+/** At an extension API query (ncclLamportGetCommInfo / GetAllReducePath) on a handle we do not
+ *  know: binds it only if a set-up was recorded for it, so that a communicator not used yet is
+ *  described as what its first call will do; never registers or reads an unknown handle. */
+void bindQueriedComm(ncclComm_t comm);
 
 }  // namespace nccl_lamport

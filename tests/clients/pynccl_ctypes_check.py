@@ -21,7 +21,7 @@ tolerance, see tests/clients/torch/common.py).
 
 If the library exports ncclLamportGetAllReducePath, each call's path is queried and printed.
 --expect-lamport: the library must be nccl-lamport (the extension API is found through the
-handle) and active, the communicator eligible, every small float sum/avg call routed to the
+handle, or in the tuner object NCCL_TUNER_PLUGIN names once NCCL has loaded it) and active, the communicator eligible, every small float sum/avg call routed to the
 Lamport kernel, and the communicator's counters must equal the number of calls predicted on
 each path. --expect-stock: the library must not be nccl-lamport.
 --exports-file: with --expect-stock, rank 0 writes the NCCL API names the library exports; in
@@ -34,7 +34,7 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "torch"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch"))
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
@@ -153,12 +153,6 @@ def main():
     log(f"pynccl {label}: --lib {args.lib} -> ncclAllReduce from {object_of(nccl.allReduce)}, "
         f"NCCL version code {version.value}, nccl-lamport extension API "
         f"{'present, active=' + str(api.active()) if api.present else 'absent'}")
-    if args.expect_lamport:
-        checks += 1
-        if not api.present:
-            fail("--expect-lamport: the library has no ncclLamportGetAllReducePath/GetCommInfo/IsActive")
-        elif not api.active():
-            fail("--expect-lamport: ncclLamportIsActive() is 0")
     if args.expect_stock:
         checks += 1
         if api.present:
@@ -194,6 +188,14 @@ def main():
         nccl.check(nccl.commInitRank(ctypes.byref(comm), world, uid, rank), "ncclCommInitRank")
         log(f"ncclCommInitRank: {time.time() - t0:.2f} s")
     comm_ptr = comm.value
+    # Checked once a communicator exists: under NCCL_TUNER_PLUGIN alone the object (and its API)
+    # is loaded by NCCL during the first ncclCommInitRank, not by the client.
+    if args.expect_lamport:
+        checks += 1
+        if not api.present:
+            fail("--expect-lamport: neither the library nor the tuner object has the nccl-lamport API")
+        elif not api.active():
+            fail("--expect-lamport: ncclLamportIsActive() is 0")
     info = api.comm_info(comm_ptr) if api.present else None
     if info is not None:
         log(f"comm info: eligible={info['eligible']} oneShotMaxBytes={info['oneShotMaxBytes']} "
@@ -203,7 +205,7 @@ def main():
             if not info["eligible"]:
                 fail(f"--expect-lamport: communicator not eligible: {info['reason']}")
 
-    tally = PathTally(api if api.present else None, args.expect_lamport, fail)
+    tally = PathTally(api, args.expect_lamport, fail)
     stream = torch.cuda.current_stream()
     results, exact = {}, []
 

@@ -277,6 +277,8 @@ class World {
     a.maxBlocks = maxBlocks;
     a.variant = variant;
     a.blockThreads = blockThreads;
+    a.residencyShare = residencyShare;
+    a.triggerAfterWait = triggerAfterWait;
     return a;
   }
 
@@ -309,6 +311,8 @@ class World {
   int maxBlocks = 0;
   LamportKernelVariant variant = LamportKernelVariant::kFast;
   int blockThreads = 0;  // kFast only
+  int residencyShare = 0;    // kFast/kTwoShot: 0 = the launcher's default
+  int triggerAfterWait = 0;  // kFast/kTwoShot: the late PDL trigger
   uint64_t timeoutNs = 20ull * 1000 * 1000 * 1000;  // a bug fails the test instead of hanging it
   std::vector<SimRank> ranks;
   uint32_t* errorHost = nullptr;

@@ -317,6 +317,36 @@ TEST(GpuLamportOneShot, FastBlockSizesAndLargeMessages) {
   }
 }
 
+// The late PDL trigger and a quarter of the device per launch (the A/B pair of the loopback
+// benchmark): correct for every block size, capped grids that stride, unaligned and special values.
+TEST(GpuLamportOneShot, LateTriggerAndQuarterShareStayCorrect) {
+  SKIP_WITHOUT_GPU();
+  World w;
+  ASSERT_NO_FATAL_FAILURE(w.init(2, 4u << 20, 4u << 20));
+  w.maxBlocks = 0;
+  w.residencyShare = 4;
+  w.triggerAfterWait = 1;
+  std::mt19937 rng(11);
+  for (int threads : {32, 128, 512}) {
+    w.blockThreads = threads;
+    std::vector<CallSpec> calls;
+    calls.push_back(CallSpec{LamportDataType::kBFloat16, LamportReduceOp::kSum, (4u << 20) / 2 - 64, 0, 0, false, Values::kRandom});
+    calls.push_back(CallSpec{LamportDataType::kFloat32, LamportReduceOp::kAvg, 300001, 2, 6, false, Values::kRandom});
+    calls.push_back(CallSpec{LamportDataType::kFloat16, LamportReduceOp::kSum, 77777, 0, 2, true, Values::kSpecial});
+    calls.push_back(CallSpec{LamportDataType::kBFloat16, LamportReduceOp::kSum, 1, 0, 0, false, Values::kRandom});
+    ASSERT_NO_FATAL_FAILURE(runBatch(w, calls, rng)) << threads << " threads";
+    ASSERT_NO_FATAL_FAILURE(runBatch(w, randomCalls(40, rng, 40000), rng)) << threads << " threads";
+  }
+  w.expectNoErrors();
+}
+
+/** Launch options of the opposite-order scenario beyond the kernel variant. */
+struct OppositeOrderOptions {
+  int callsPerStream = 1;    // back-to-back calls on each (communicator, rank) stream
+  int residencyShare = 0;    // 0 = the launcher's default
+  int triggerAfterWait = 0;  // the late PDL trigger
+};
+
 /**
  * Issue 10 point 1: two communicators A and C over the same two ranks, each on its own streams,
  * large allreduces issued A-then-C on rank 0 and C-then-A on rank 1, the grids sized by the
@@ -325,7 +355,8 @@ TEST(GpuLamportOneShot, FastBlockSizesAndLargeMessages) {
  * (BaselineFullResidencyGridsDeadlockTwoCommunicators shows it). The default kernel takes a bounded
  * share of the device, so all four are co-resident and the calls finish.
  */
-void runOppositeOrder(LamportKernelVariant variant, size_t bytes, uint64_t timeoutNs, bool expectOk) {
+void runOppositeOrder(LamportKernelVariant variant, size_t bytes, uint64_t timeoutNs, bool expectOk,
+                      const OppositeOrderOptions& o = {}) {
   World a, c;
   ASSERT_NO_FATAL_FAILURE(a.init(2, bytes + kPad, bytes));
   ASSERT_NO_FATAL_FAILURE(c.init(2, bytes + kPad, bytes));
@@ -333,13 +364,19 @@ void runOppositeOrder(LamportKernelVariant variant, size_t bytes, uint64_t timeo
     w->maxBlocks = 0;
     w->variant = variant;
     w->timeoutNs = timeoutNs;
+    w->residencyShare = o.residencyShare;
+    w->triggerAfterWait = o.triggerAfterWait;
   }
   std::mt19937 rng(static_cast<unsigned>(bytes));
   const CallSpec spec{LamportDataType::kBFloat16, LamportReduceOp::kSum, bytes / 2};
   const auto inA = prepareCall(a, spec, rng);
   const auto inC = prepareCall(c, spec, rng);
+  // Same inputs every call of a stream, so the last call's result is checked like the first's;
+  // with PDL each call after the first may be pre-launched while the one before it still waits.
   auto launch = [&](World& w, int rank) {
-    w.launch(rank, w.args(rank, w.ranks[rank].send, w.ranks[rank].recv, spec));
+    for (int i = 0; i < o.callsPerStream; ++i) {
+      w.launch(rank, w.args(rank, w.ranks[rank].send, w.ranks[rank].recv, spec));
+    }
   };
   const auto start = std::chrono::steady_clock::now();
   ASSERT_NO_FATAL_FAILURE(launch(a, 0));  // rank 0: A then C
@@ -367,6 +404,19 @@ TEST(GpuLamportOneShot, TwoCommunicatorsInOppositeOrderDoNotDeadlock) {
   for (size_t bytes : {size_t{4} << 20, size_t{8} << 20, size_t{16} << 20}) {
     ASSERT_NO_FATAL_FAILURE(runOppositeOrder(LamportKernelVariant::kFast, bytes, 5ull * 1000 * 1000 * 1000, true))
         << bytes << " bytes";
+  }
+}
+
+// The same with three calls per stream (PDL may pre-launch each next call), for the launch options
+// whose co-residency argument covers pre-launched grids: the default, and a quarter of the device
+// per launch with the late trigger (both ranks and both communicators on one GPU: 4 spinning grids).
+TEST(GpuLamportOneShot, OppositeOrderWithBackToBackCallsDoesNotDeadlock) {
+  SKIP_WITHOUT_GPU();
+  for (const OppositeOrderOptions o : {OppositeOrderOptions{3, 0, 0}, OppositeOrderOptions{3, 4, 1}}) {
+    for (size_t bytes : {size_t{4} << 20, size_t{16} << 20}) {
+      ASSERT_NO_FATAL_FAILURE(runOppositeOrder(LamportKernelVariant::kFast, bytes, 5ull * 1000 * 1000 * 1000, true, o))
+          << bytes << " bytes, share " << o.residencyShare << ", late trigger " << o.triggerAfterWait;
+    }
   }
 }
 

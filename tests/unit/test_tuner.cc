@@ -57,7 +57,7 @@ size_t countLinesContaining(const std::string& needle) {
   return count;
 }
 
-const char* const kTopologyMarker = "tuner: comm ";
+const char* const kTopologyMarker = "tuner: comm";  // commId (v5+) or communicator (v2..v4)
 const char* const kTunerOnlyMarker = "Lamport path is off";
 
 // ---- one driver over every exported version --------------------------------------------------
@@ -311,16 +311,16 @@ TEST_P(TunerVersionTest, LogsTopologyOnceAtInfoPerCommunicator) {
     EXPECT_EQ(line.level, kLogInfo);
     EXPECT_NE(line.flags & kSubsysTuning, 0u);
     EXPECT_NE(line.flags & kSubsysInit, 0u);
-    EXPECT_EQ(line.text.rfind("Lamport: tuner: comm ", 0), 0u) << line.text;
+    EXPECT_EQ(line.text.rfind(d.version >= 5 ? "Lamport: tuner: commId 0x" : "Lamport: tuner: communicator of tuner context ", 0), 0u) << line.text;
     EXPECT_NE(line.text.find("nRanks 2 nNodes 1"), std::string::npos) << line.text;
     EXPECT_NE(line.text.find("tuner ABI v" + std::to_string(d.version)), std::string::npos);
   }
   if (d.version >= 5) {
-    EXPECT_NE(topology[0].text.find("comm 0x0000000000000abc nRanks 2 nNodes 1 nvlDomains 1 "
+    EXPECT_NE(topology[0].text.find("commId 0x0000000000000abc nRanks 2 nNodes 1 nvlDomains 1 "
                                     "ranks/domain 2..2"),
               std::string::npos)
         << topology[0].text;
-    EXPECT_NE(topology[1].text.find("comm 0x0000000000000def"), std::string::npos);
+    EXPECT_NE(topology[1].text.find("commId 0x0000000000000def"), std::string::npos);
   }
   // Only the two topology lines and the one tuner-only notice: nothing per call at INFO.
   EXPECT_EQ(mockLines().size(), 3u);

@@ -203,7 +203,8 @@ class Ctx:
         self.rank_local = []
         self.failures = []
         self.api = LamportApi(None)
-        self.tally = PathTally(self.api if self.api.present else None, args.expect_lamport, self.fail)
+        # The API binds late under NCCL_TUNER_PLUGIN alone (the tuner loads with the first communicator).
+        self.tally = PathTally(self.api, args.expect_lamport, self.fail)
         self.comms = {}  # id(group) or 0 -> comm pointer, once a collective has run on it
         self.comm_why = {}  # id(group) or 0 -> why torch gave no comm pointer
         self.info_log = []
@@ -612,8 +613,6 @@ def main():
     ctx.log(f"clients_check {variant}: torch {torch.__version__}, NCCL {nccl_version_text()}, "
             f"nccl-lamport extension API {'present' if ctx.api.present else 'absent'}"
             f"{', active' if ctx.api.active() else ''}")
-    if args.expect_lamport and not ctx.api.active():
-        ctx.fail("--expect-lamport: ncclLamportIsActive is missing or 0 in this process")
 
     statuses = []
     unusable = None  # why the default group stopped working, and after which scenario
@@ -640,6 +639,11 @@ def main():
         notes = "; ".join(ctx.info_log[infos_before:])
         ctx.log(f"SCENARIO {name}: {'PASS' if ok else 'FAIL'} ({len(ctx.results) - results_before} results, "
                 f"{time.time() - t0:.1f} s){' [' + notes + ']' if notes else ''}")
+
+    # After the scenarios: under NCCL_TUNER_PLUGIN alone the object (and its API) arrives with the
+    # first communicator, which lazy init creates only at the first collective.
+    if args.expect_lamport and not ctx.api.active():
+        ctx.fail("--expect-lamport: ncclLamportIsActive is missing or 0 in this process")
 
     meta = {"variant": variant, "scenarios": names, "torch": str(torch.__version__),
             "nccl": nccl_version_text()}

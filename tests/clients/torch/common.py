@@ -219,45 +219,68 @@ class LamportCommInfo(ctypes.Structure):
     ]
 
 
+def tuner_object():
+    """The object NCCL loaded as its tuner (NCCL_TUNER_PLUGIN, an absolute path), if it is loaded.
+
+    In the tuner-activation mode (SPEC 4a) our extension API lives there: NCCL dlopens it
+    RTLD_LOCAL, so its symbols are in neither the global scope nor the NCCL library. RTLD_NOLOAD
+    never loads it ourselves (that would be a second, uninitialised copy of nothing: the same
+    object, but the test would no longer show what NCCL did)."""
+    path = os.environ.get("NCCL_TUNER_PLUGIN", "")
+    if not path.startswith("/"):
+        return None
+    try:
+        return ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LOCAL)
+    except OSError:
+        return None
+
+
 class LamportApi:
     """ncclLamportIsActive / ncclLamportGetAllReducePath / ncclLamportGetCommInfo, where present.
 
     lib: a ctypes.CDLL (a client that dlopened the library), or None for the process's global
-    scope (where an LD_PRELOADed object's symbols are)."""
+    scope (where an LD_PRELOADed object's symbols are). Where neither has the API, the tuner
+    object (tuner_object()) is searched too. Binding is retried until it succeeds: under
+    NCCL_TUNER_PLUGIN alone the tuner is loaded only by the first communicator's init."""
 
     def __init__(self, lib=None):
-        if lib is None:
-            lib = ctypes.CDLL(None)
+        self._lib = ctypes.CDLL(None) if lib is None else lib
         self._is_active = self._path = self._info = None
+        self._bind()
+
+    def _bind(self):
+        if self._is_active is not None and self._path is not None and self._info is not None:
+            return
+        for lib in (self._lib, tuner_object()):
+            if lib is not None and self._bind_from(lib):
+                return
+
+    def _bind_from(self, lib):
         try:
-            self._is_active = lib.ncclLamportIsActive
-            self._is_active.restype = ctypes.c_int
-            self._is_active.argtypes = []
+            is_active, path, info = lib.ncclLamportIsActive, lib.ncclLamportGetAllReducePath, lib.ncclLamportGetCommInfo
         except AttributeError:
-            pass
-        try:
-            self._path = lib.ncclLamportGetAllReducePath
-            self._path.restype = ctypes.c_int
-            self._path.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
-                                   ctypes.POINTER(ctypes.c_int)]
-        except AttributeError:
-            pass
-        try:
-            self._info = lib.ncclLamportGetCommInfo
-            self._info.restype = ctypes.c_int
-            self._info.argtypes = [ctypes.c_void_p, ctypes.POINTER(LamportCommInfo)]
-        except AttributeError:
-            pass
+            return False
+        is_active.restype = ctypes.c_int
+        is_active.argtypes = []
+        path.restype = ctypes.c_int
+        path.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
+        info.restype = ctypes.c_int
+        info.argtypes = [ctypes.c_void_p, ctypes.POINTER(LamportCommInfo)]
+        self._is_active, self._path, self._info = is_active, path, info
+        return True
 
     @property
     def present(self):
+        self._bind()
         return self._is_active is not None and self._path is not None and self._info is not None
 
     def active(self):
+        self._bind()
         return None if self._is_active is None else bool(self._is_active())
 
     def path(self, comm, count, dtype, op):
         """"lamport" or "nccl" for ncclAllReduce(comm, count, dtype, op) now; None if unknown."""
+        self._bind()
         if self._path is None or not comm:
             return None
         out = ctypes.c_int(-1)
@@ -267,6 +290,7 @@ class LamportApi:
         return "lamport" if out.value == 1 else "nccl"
 
     def comm_info(self, comm):
+        self._bind()
         if self._info is None or not comm:
             return None
         info = LamportCommInfo()

@@ -11,6 +11,8 @@
 
 #include <atomic>
 #include <cstring>
+#include <chrono>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -196,6 +198,18 @@ TEST_F(EntryHooks, ARefusedMprotectInstallsNothing) {
 // is for tests only and happens with the callers stopped. Three rounds.
 TEST_F(EntryHooks, InstallWhileEightThreadsCall) {
   std::string why;
+  // Waits on progress, not on time: on a loaded 2-core CI machine the callers may not run at all
+  // within a few milliseconds (fixed sleeps made this test flaky there).
+  const auto waitFor = [](const std::function<bool()>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!done() && std::chrono::steady_clock::now() < deadline) usleep(1000);
+    return done();
+  };
+  const auto hookedCalls = [] {
+    long hooked = 0;
+    for (auto& c : gCalls) hooked += c;
+    return hooked;
+  };
   for (int round = 0; round < 3; ++round) {
     std::atomic<bool> stop{false};
     std::atomic<long> wrong{0};
@@ -210,21 +224,21 @@ TEST_F(EntryHooks, InstallWhileEightThreadsCall) {
           const int x = static_cast<int>(n % 1000);
           if (e.fn(x) != e.expected(x)) wrong.fetch_add(1);
           ++n;
+          calls.fetch_add(1, std::memory_order_relaxed);
         }
-        calls.fetch_add(n);
       });
     }
-    usleep(5000);
+    const bool callingBefore = waitFor([&] { return calls.load() >= 1000; });
     std::vector<EntryHook> hooks = allHooks();
     ASSERT_TRUE(set_.install(hooks, &why)) << why;
-    usleep(20000);
+    const long atInstall = calls.load();
+    const bool reached = waitFor([&] { return hookedCalls() > 0 && calls.load() >= atInstall + 1000; });
     stop = true;
     for (auto& t : threads) t.join();
-    long hooked = 0;
-    for (auto& c : gCalls) hooked += c;
+    EXPECT_TRUE(callingBefore) << "the callers never started";
+    EXPECT_TRUE(reached) << "no call reached a replacement after the install";
     EXPECT_EQ(wrong, 0);
-    EXPECT_GT(hooked, 0) << "no call reached a replacement after the install";
-    EXPECT_GT(calls, hooked);
+    EXPECT_GT(calls.load(), hookedCalls());
     ASSERT_TRUE(set_.remove(&why)) << why;
   }
 }

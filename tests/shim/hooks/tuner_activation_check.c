@@ -1,11 +1,13 @@
 /* Tuner activation against the stand-in NCCL (tuner_standin_nccl.c), which loads
  * libnccl-lamport.so as its tuner from NCCL_TUNER_PLUGIN (no LD_PRELOAD). One scenario per run:
- *   reach     a pointer to ncclAllReduce taken before the first init, the PLT and dlsym on the
+ *   reach     ncclLamportGetCommInfo describes the communicator before its first call; a pointer
+ *             to ncclAllReduce taken before the first init, the PLT and dlsym on the
  *             stand-in's handle all reach our wrapper after the first init (the per-communicator
  *             info counts the calls), and NCCL's function still runs behind it
  *   cycles N  N create/allreduce/destroy cycles (the stand-in unloads and reloads the tuner each
  *             time); every cycle's call reaches the wrapper
  *   threads   8 threads call ncclAllReduce in a loop while the first init installs the hooks
+ *   lognames  the INFO lines of two ranks name each communicator by its handle or commId
  *   untouched the hooks must not be installed (NCCL_LAMPORT_ENABLE=0, or mprotect refused by
  *             STANDIN_DENY_WX=1): every entry byte is unchanged, nothing reaches a wrapper and
  *             ncclLamportIsActive() is 0
@@ -92,6 +94,10 @@ static void reach(void) {
   CHECK(standinTunerLoads == 1, "the stand-in did not load the tuner");
   AllReduceFn looked = (AllReduceFn)dlsym(standin(), "ncclAllReduce");
   AllReduceFn alias = (AllReduceFn)dlsym(standin(), "pncclAllReduce");
+  /* Before any call: the extension API already describes it by its set-up (issue 9 point 5). */
+  const ncclLamportCommInfo_t early = infoOf(comm);
+  CHECK(early.known == 1 && strstr(early.reason, "single-rank communicator") != NULL,
+        "before its first call the communicator is described as known=%d (%s)", early.known, early.reason);
   float x = 0;
   CHECK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess, "PLT call");
   CHECK(cached(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess, "cached pointer");
@@ -220,6 +226,57 @@ static void pair(int ranks) {
   }
 }
 
+/* Issue 9: with NCCL_DEBUG=INFO, each of two forked ranks captures its own log (stdout) from
+ * before its init until after its first call, and checks that no line names "(nil)" as the
+ * communicator, that the verdict line ("Lamport OFF" here, no GPU; "Lamport one-shot ON" on a
+ * GPU) names the handle ncclCommInitRank gave it, and that the set-up line inside the tuner's
+ * init names the communicator by NCCL's commId (the stand-in's commHash is the unique id's first
+ * 8 bytes: the tag), never as if it were a handle ("comm 0x<commId>"). */
+static void lognames(void) {
+  const int tag = (int)getpid();
+  for (int r = 0; r < 2; ++r) {
+    if (fork() == 0) {
+      FILE* capture = tmpfile();
+      CHECK(capture != NULL, "tmpfile");
+      fflush(stdout);
+      const int saved = dup(1);
+      CHECK(saved >= 0 && dup2(fileno(capture), 1) == 1, "redirecting stdout");
+      ncclComm_t comm = createRanked(tag, 2, r);
+      float x = 0;
+      CHECK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess, "allreduce");
+      fflush(stdout);
+      CHECK(dup2(saved, 1) == 1, "restoring stdout");
+      static char log[65536];
+      rewind(capture);
+      const size_t n = fread(log, 1, sizeof(log) - 1, capture);
+      log[n] = '\0';
+      fprintf(stderr, "rank %d's log:\n%s", r, log);
+      CHECK(strstr(log, "(nil)") == NULL, "rank %d: a log line names a null communicator", r);
+      char handle[64], commId[64];
+      snprintf(handle, sizeof(handle), "comm %p ", (void*)comm);
+      snprintf(commId, sizeof(commId), "commId 0x%016llx", (unsigned long long)(unsigned)tag);
+      const char* verdict = strstr(log, "Lamport OFF");
+      if (verdict == NULL) verdict = strstr(log, "Lamport one-shot ON");
+      CHECK(verdict != NULL, "rank %d: no verdict line", r);
+      const char* lineStart = verdict;
+      while (lineStart > log && lineStart[-1] != '\n') --lineStart;
+      const char* named = strstr(lineStart, handle);
+      CHECK(named != NULL && named < verdict, "rank %d: the verdict line does not name '%s'", r, handle);
+      CHECK(strstr(log, commId) != NULL, "rank %d: no set-up line naming '%s'", r, commId);
+      char commIdAsHandle[64];  /* the commId is not a handle: no line may print it as one */
+      snprintf(commIdAsHandle, sizeof(commIdAsHandle), "comm 0x%016llx", (unsigned long long)(unsigned)tag);
+      CHECK(strstr(log, commIdAsHandle) == NULL, "rank %d: a line names the commId as '%s'", r, commIdAsHandle);
+      CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy");
+      _exit(0);
+    }
+  }
+  int status = 0;
+  for (int r = 0; r < 2; ++r) {
+    wait(&status);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a rank failed");
+  }
+}
+
 int main(int argc, char** argv) {
   CHECK(argc >= 2, "usage: %s reach|cycles N|threads|untouched", argv[0]);
   CHECK(getenv("NCCL_TUNER_PLUGIN") != NULL, "NCCL_TUNER_PLUGIN unset");
@@ -229,6 +286,7 @@ int main(int argc, char** argv) {
   else if (strcmp(argv[1], "untouched") == 0) untouched();
   else if (strcmp(argv[1], "pair") == 0) pair(2);
   else if (strcmp(argv[1], "alone") == 0) pair(1);
+  else if (strcmp(argv[1], "lognames") == 0) lognames();
   else CHECK(0, "unknown scenario %s", argv[1]);
   printf("PASS %s\n", argv[1]);
   return 0;

@@ -1,0 +1,18 @@
+// The verdicts of a communicator's set-up, each computed from what every rank has alike so that
+// every rank reaches the same one (SPEC 4.4): after round 1 from the exchanged records, after
+// round 2 from the ok words. logCommVerdict (plugin/comm/workspace_setup.h) logs the result.
+#pragma once
+
+#include "plugin/comm/setup_state.h"
+
+namespace nccl_lamport {
+
+/** Round-1 verdict from s.records alone (identical on every rank): s.proceed, the agreed slot
+ *  (layout) and two-shot override, or the reason in s.why. */
+void decideFromRecords(SetupState& s);
+
+/** Fills in the final verdict on s.lc (eligible or not, the reason, the routing table and the
+ *  launch template; frees the resources of a communicator that stays on NCCL). Logs nothing. */
+void settleVerdict(SetupState& s, bool allOk);
+
+}  // namespace nccl_lamport

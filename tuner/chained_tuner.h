@@ -1,0 +1,53 @@
+// Calling the tuner ours displaced (tuner/displaced_tuner.h) through its own tuner ABI version.
+//
+// NCCL calls us through v5..v7. The displaced tuner may export only an older struct (v4, v3, v2:
+// aws-ofi-nccl's tuners have shipped v2/v3), which NCCL itself would have loaded through its own
+// adapters. We do what those adapters do, so it answers behind ours as it would have alone:
+//   v4      getCollInfo has v5's signature; init takes nRanks, nNodes and the logger only.
+//   v3      as v4 without regBuff.
+//   v2      no cost table: it returns one algorithm/protocol choice (or none). Mapped
+//           conservatively: its choice becomes the cheapest entry of NCCL's table (cost 0), and
+//           only if NCCL offers that entry (not -1); everything else stays as it was.
+// v5..v7 keep NCCL's own arguments (tuner/tuner_plugin.cc calls their init directly).
+#pragma once
+
+#include <cstddef>
+
+#include <nccl.h>
+
+#include "tuner/abi/tuner_common.h"
+
+namespace nccl_lamport {
+
+/** The displaced tuner's per-communicator state: its exported struct, that struct's ABI version
+ *  and its context. abiVersion 0: none is chained. */
+struct ChainedTuner {
+  int abiVersion = 0;
+  const void* table = nullptr;  // ncclTunerPlugin_v<abiVersion>
+  void* context = nullptr;
+};
+
+/** True when table (ncclTunerPlugin_v<abiVersion>, v2..v7) has init, getCollInfo and
+ *  finalize/destroy; false for a null table or another version. */
+bool chainableTuner(int abiVersion, const void* table);
+
+/** The name a tuner struct of any version carries first (null when it has none). */
+const char* chainedTunerName(const void* table);
+
+/** init of a v2..v4 struct, which takes no commId, NVLink-domain summary or model constants.
+ *  Returns its result (ncclInvalidArgument for another version). */
+ncclResult_t initOlderTuner(int abiVersion, const void* table, size_t nRanks, size_t nNodes,
+                            abi::TunerLogger logger, void** context);
+
+/**
+ * One getCollInfo query for the chained tuner, in its own ABI. costTable: NCCL's
+ * float[numAlgo][numProto] (microseconds, -1 = not a candidate), non-null; nChannels as NCCL
+ * passed it. Its result is ignored (NCCL ignores a failing tuner's answer too).
+ */
+void chainedGetCollInfo(const ChainedTuner& chained, int collType, size_t nBytes, int numPipeOps,
+                        float* costTable, int numAlgo, int numProto, int regBuff, int* nChannels);
+
+/** The chained tuner's finalize (v2..v4: destroy). No-op when none is chained. */
+void chainedFinalize(const ChainedTuner& chained);
+
+}  // namespace nccl_lamport
