@@ -52,8 +52,8 @@ slow_ready='shim_lifecycle\.(destroy-in-progress|allreduce-in-progress|abort-one
 # plugin's own dlopen("libnccl.so.2") by its requester (path_then_name_audit greps for that line).
 asan_dlopen_caller='shim_runpath\.dlopen_runpath|shim_dlopen\.path_then_name_audit'
 # shim_lifecycle.call-races-exchange-start parks the main thread in a signal handler while it
-# waits for a mutex; TSan may hold an asynchronous signal back until the thread has left its
-# pthread_mutex_lock interceptor, which cannot happen there (not tried under TSan).
+# waits for a mutex; TSan holds an asynchronous signal back until the thread has left its
+# pthread_mutex_lock interceptor, which cannot happen there (tried: "could not be parked").
 tsan_unsuitable='shim_lifecycle\.call-races-exchange-start'
 status=0
 if [ "$which" = asan ] || [ "$which" = all ]; then
