@@ -58,7 +58,12 @@ struct Pending {
 
 std::mutex gMutex;
 // Keyed by the context slot's address, so the nearest one above a handle is one lookup.
-std::map<uintptr_t, Pending>* gPending = new std::map<uintptr_t, Pending>();  // never destroyed
+// Never destroyed; made on first use, not when the object is loaded: a copy that is loaded and
+// unloaded again (dlclose) unused must not leave it behind.
+std::map<uintptr_t, Pending>& pending() {
+  static auto* map = new std::map<uintptr_t, Pending>();
+  return *map;
+}
 
 bool testSharedGpu() {
   const char* v = getenv("NCCL_LAMPORT_TEST_SHARED_GPU");
@@ -69,7 +74,7 @@ void record(const void* slot, uint64_t commId, std::unique_ptr<LamportComm> lc) 
   std::unique_ptr<LamportComm> replaced;
   {
     std::lock_guard<std::mutex> lock(gMutex);
-    Pending& p = (*gPending)[reinterpret_cast<uintptr_t>(slot)];
+    Pending& p = pending()[reinterpret_cast<uintptr_t>(slot)];
     replaced = std::move(p.lc);  // a communicator freed without finalize at this address
     p.commId = commId;
     p.lc = std::move(lc);
@@ -121,10 +126,10 @@ void forgetTunerSetUp(const void* contextSlot) {
   std::unique_ptr<LamportComm> lc;
   {
     std::lock_guard<std::mutex> lock(gMutex);
-    auto it = gPending->find(reinterpret_cast<uintptr_t>(contextSlot));
-    if (it == gPending->end()) return;
+    auto it = pending().find(reinterpret_cast<uintptr_t>(contextSlot));
+    if (it == pending().end()) return;
     lc = std::move(it->second.lc);
-    gPending->erase(it);
+    pending().erase(it);
   }
   if (lc != nullptr) releaseCommEntry(std::shared_ptr<LamportComm>(std::move(lc)), /*aborting=*/false);
 }
@@ -133,8 +138,8 @@ bool tunerSetUpRecordedFor(ncclComm_t comm) {
   if (comm == nullptr) return false;
   const auto handle = reinterpret_cast<uintptr_t>(comm);
   std::lock_guard<std::mutex> lock(gMutex);
-  auto it = gPending->upper_bound(handle);
-  return it != gPending->end() && it->first - handle <= kMaxCommBytes;
+  auto it = pending().upper_bound(handle);
+  return it != pending().end() && it->first - handle <= kMaxCommBytes;
 }
 
 bool bindCommToTunerSetUp(ncclComm_t comm) {
@@ -144,14 +149,14 @@ bool bindCommToTunerSetUp(ncclComm_t comm) {
   std::string why;
   {
     std::lock_guard<std::mutex> lock(gMutex);
-    auto it = gPending->upper_bound(handle);
-    if (it == gPending->end() || it->first - handle > kMaxCommBytes) {
+    auto it = pending().upper_bound(handle);
+    if (it == pending().end() || it->first - handle > kMaxCommBytes) {
       why = "no set-up was recorded for it in the tuner's init";
     } else if (*reinterpret_cast<const uint64_t*>(comm) != kNcclCommMagic) {
       why = "the handle does not start with NCCL's communicator magic";
     } else {
       lc = std::move(it->second.lc);
-      gPending->erase(it);
+      pending().erase(it);
     }
   }
   if (lc == nullptr) {

@@ -46,6 +46,15 @@ run_ctest() {  # dir pattern ctest-args...
 }
 
 slow_ready='shim_lifecycle\.(destroy-in-progress|allreduce-in-progress|abort-one-of-batch)'
+# Under ASan every dlopen is made by the runtime's interceptor, so the loader takes libasan.so for
+# the caller. These tests check what depends on the caller: a program's DT_RUNPATH applies to its
+# own dlopen by name only (DT_RPATH still applies: those tests run), and the audit module tells the
+# plugin's own dlopen("libnccl.so.2") by its requester (path_then_name_audit greps for that line).
+asan_dlopen_caller='shim_runpath\.dlopen_runpath|shim_dlopen\.path_then_name_audit'
+# shim_lifecycle.call-races-exchange-start parks the main thread in a signal handler while it
+# waits for a mutex; TSan holds an asynchronous signal back until the thread has left its
+# pthread_mutex_lock interceptor, which cannot happen there (tried: "could not be parked").
+tsan_unsuitable='shim_lifecycle\.call-races-exchange-start'
 status=0
 if [ "$which" = asan ] || [ "$which" = all ]; then
   dir="${prefix}asan"
@@ -55,7 +64,7 @@ if [ "$which" = asan ] || [ "$which" = all ]; then
   ASAN_OPTIONS="verify_asan_link_order=0:protect_shadow_gap=0:detect_leaks=1:halt_on_error=1" \
   UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
     run_ctest "$dir" "AddressSanitizer|runtime error|LeakSanitizer" -L cpu ${ASAN_TESTS:+-R "$ASAN_TESTS"} \
-      -E "ctypes|shared_object_symbols|runpath_rules|shared_object|kernel_cpu|$slow_ready" || status=1
+      -E "ctypes|shared_object_symbols|runpath_rules|shared_object|kernel_cpu|$asan_dlopen_caller|$slow_ready" || status=1
   FAKE_READY_MS=1000 ASAN_OPTIONS="verify_asan_link_order=0:protect_shadow_gap=0:detect_leaks=1:halt_on_error=1" \
   UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
     run_ctest "$dir" "AddressSanitizer|runtime error|LeakSanitizer" -R "$slow_ready" || status=1
@@ -64,7 +73,7 @@ if [ "$which" = tsan ] || [ "$which" = all ]; then
   dir="${prefix}tsan"
   configure_and_build "$dir" "thread" "nccl-lamport shim_lifecycle_scenarios shim_setup_waits"
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
-    run_ctest "$dir" "ThreadSanitizer" -R 'shim_lifecycle|SetupWaits' -E "$slow_ready" || status=1
+    run_ctest "$dir" "ThreadSanitizer" -R 'shim_lifecycle|SetupWaits' -E "$slow_ready|$tsan_unsuitable" || status=1
   # These call before the stand-in NCCL's communicator is ready (30 ms by default): more
   # than an instrumented init takes here, so they get 1 s.
   FAKE_READY_MS=1000 TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \

@@ -14,7 +14,11 @@
  *
  * What it records for the tests: calls on a destroyed or aborted communicator, two threads inside
  * NCCL on one communicator, the calls made from threads other than the main one (our set-up
- * thread) and the exchange rounds (ncclGroupEnd) among them, and the allreduces NCCL received. */
+ * thread) and the exchange rounds (ncclGroupEnd) among them, and the allreduces NCCL received.
+ *
+ * Every communicator it creates stays in one list for the life of the process: a destroyed one is
+ * never freed, so that later calls on it are counted rather than crash, and a set-up thread may
+ * still be inside a call when the program exits. The list keeps them reachable (LeakSanitizer). */
 #define _GNU_SOURCE
 #include <nccl.h>
 #include <pthread.h>
@@ -34,11 +38,16 @@
 
 struct ncclComm {
   int blocking, rank, nRanks;
-  long long readyAtNs;
+  long long _Atomic readyAtNs;
+  long long _Atomic busyUntilNs; /* an operation the set-up enqueued keeps it in progress */
   atomic_int dead, inside, jobPending;
+  struct ncclComm* next; /* gAllComms */
 };
 
 struct FakeCounters fakeCounters;
+void (*_Atomic fakeHelperCallHook)(const char* function, ncclComm_t comm);
+/* Every communicator ever created, newest first (see the top of this file). */
+static struct ncclComm* _Atomic gAllComms;
 static pthread_t gMainThread;
 
 __attribute__((constructor)) static void rememberMainThread(void) { gMainThread = pthread_self(); }
@@ -53,6 +62,13 @@ static int onMainThread(void) { return pthread_equal(pthread_self(), gMainThread
 
 void fakeThrow(const char* where); /* tests/shim/fake_throw.cc */
 
+static int busy(ncclComm_t comm) { return nowNs() < atomic_load(&comm->busyUntilNs); }
+
+static void callHelperHook(const char* function, ncclComm_t comm) {
+  void (*hook)(const char*, ncclComm_t) = atomic_load(&fakeHelperCallHook);
+  if (hook != NULL) hook(function, comm);
+}
+
 static void noteCall(const char* function, ncclComm_t comm) {
   /* FAKE_THROW_IN=name: that function throws a C++ exception (into the interposer's set-up). */
   const char* throwIn = getenv("FAKE_THROW_IN");
@@ -61,7 +77,10 @@ static void noteCall(const char* function, ncclComm_t comm) {
     fprintf(stderr, "fake NCCL: %s on a destroyed or aborted communicator %p\n", function, (void*)comm);
     atomic_fetch_add(&fakeCounters.callsOnDeadComm, 1);
   }
-  if (!onMainThread()) atomic_fetch_add(&fakeCounters.helperCalls, 1);
+  if (!onMainThread()) {
+    atomic_fetch_add(&fakeCounters.helperCalls, 1);
+    callHelperHook(function, comm);
+  }
   /* The set-up thread's first calls after readiness can be slowed down, to widen the window in
    * which the program calls while our set-up is still running. */
   const char* slow = getenv("FAKE_HELPER_DESCRIBE_MS");
@@ -81,9 +100,14 @@ static ncclComm_t _Atomic gRecycled;
 static ncclComm_t newComm(int blocking, int rank, int nRanks) {
   ncclComm_t comm = atomic_exchange(&gRecycled, NULL);
   if (comm != NULL) {
+    struct ncclComm* next = comm->next; /* already in gAllComms */
     memset(comm, 0, sizeof(*comm));
+    comm->next = next;
   } else {
     comm = calloc(1, sizeof(*comm));
+    comm->next = atomic_load(&gAllComms);
+    while (!atomic_compare_exchange_weak(&gAllComms, &comm->next, comm)) {
+    }
   }
   comm->blocking = blocking;
   comm->rank = rank;
@@ -174,7 +198,7 @@ FAKE_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asy
     fprintf(stderr, "fake NCCL: two threads inside NCCL on communicator %p\n", (void*)comm);
     atomic_fetch_add(&fakeCounters.concurrentCalls, 1);
   }
-  *asyncError = nowNs() >= comm->readyAtNs ? ncclSuccess : ncclInProgress;
+  *asyncError = nowNs() >= atomic_load(&comm->readyAtNs) && !busy(comm) ? ncclSuccess : ncclInProgress;
   if (*asyncError == ncclSuccess && atomic_load(&comm->jobPending)) {
     usleep(200); /* completing the init job takes a while: overlaps show */
     atomic_store(&comm->jobPending, 0);
@@ -213,7 +237,7 @@ FAKE_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
    * and NCCL's (ncclCommEnsureReady inside ncclCommDestroy), so NCCL destroys the communicator. */
   const char* race = getenv("FAKE_DESTROY_RACES_READY");
   if (race != NULL && strcmp(race, "1") == 0) {
-    while (nowNs() < comm->readyAtNs) usleep(100);
+    while (nowNs() < atomic_load(&comm->readyAtNs)) usleep(100);
   }
   const ncclResult_t ready = ensureReady(comm);
   if (ready != ncclSuccess) return ready;
@@ -260,9 +284,15 @@ FAKE_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
 FAKE_API(ncclResult_t, ncclGroupStart, void) { return ncclSuccess; }
 
 FAKE_API(ncclResult_t, ncclGroupEnd, void) {
-  if (!onMainThread()) atomic_fetch_add(&fakeCounters.helperGroupEnds, 1);
+  if (onMainThread()) return ncclSuccess;
+  atomic_fetch_add(&fakeCounters.helperGroupEnds, 1);
+  callHelperHook("ncclGroupEnd", NULL);
   return ncclSuccess;
 }
+
+void fakeCommMakeReady(ncclComm_t comm) { atomic_store(&comm->readyAtNs, nowNs()); }
+
+void fakeCommBusyFor(ncclComm_t comm, int ms) { atomic_store(&comm->busyUntilNs, nowNs() + ms * 1000000LL); }
 
 FAKE_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
          ncclComm_t comm, cudaStream_t stream) {

@@ -3,6 +3,7 @@
 #ifndef NCCL_LAMPORT_LIFECYCLE_FAKE_NCCL_H_
 #define NCCL_LAMPORT_LIFECYCLE_FAKE_NCCL_H_
 
+#include <nccl.h>
 #include <stdatomic.h>
 
 struct FakeCounters {
@@ -17,5 +18,18 @@ struct FakeCounters {
 };
 
 extern struct FakeCounters fakeCounters;
+
+/* Called on any thread but the main one (our set-up thread) at the start of each NCCL call it makes
+ * on a communicator and of its ncclGroupEnd (comm NULL): a scenario's way to act at an exact point
+ * of the set-up. */
+extern void (*_Atomic fakeHelperCallHook)(const char* function, ncclComm_t comm);
+
+/* NCCL's init job of a non-blocking communicator ends now (instead of FAKE_READY_MS after init). */
+void fakeCommMakeReady(ncclComm_t comm);
+
+/* From now on for `ms` milliseconds (0: no longer) the communicator is busy with an operation the
+ * set-up enqueued (a non-blocking group, as the workspace exchange): ncclCommGetAsyncError answers
+ * ncclInProgress, and so every call that checks readiness gets ncclInvalidArgument. */
+void fakeCommBusyFor(ncclComm_t comm, int ms);
 
 #endif /* NCCL_LAMPORT_LIFECYCLE_FAKE_NCCL_H_ */

@@ -10,9 +10,12 @@
 #include <dlfcn.h>
 #include <nccl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -294,6 +297,119 @@ static void throwInDeferredSetup(void) {
   CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy failed");
 }
 
+/* Defect 6 of issue 10 (plugin/comm/deferred_setup.cc, waitForDeferredSetup): a call that found
+ * the set-up not yet past NCCL's readiness, but takes the set-up's mutex only after the set-up
+ * thread saw NCCL ready and began its exchange, must wait for the set-up and be routed after it,
+ * not be handed to NCCL inside the wait: NCCL then answers "in progress" because of our exchange,
+ * not because of its init. The stand-in's hook makes that order certain, on the set-up thread: in
+ * its readiness poll (holding the mutex) it waits until the main thread is blocked on that mutex
+ * inside ncclAllReduce and parks the main thread in a signal handler; then NCCL reports ready, and
+ * at the exchange's first ncclGroupEnd the hook makes the communicator busy (until the allreduce
+ * has returned) and lets the main thread go on, which can only take the mutex after that. */
+static ncclComm_t _Atomic gRaceComm;
+static atomic_int gRacePhase; /* 0 armed, 1 caller parked and NCCL ready, 2 exchange begun */
+static atomic_int gHelperInside, gCallerCalling, gCallerParked, gResumeCaller;
+static pid_t gCallerTid;
+static pthread_t gCaller;
+static const char* _Atomic gRaceTrouble;
+
+static int waitFlag(atomic_int* flag, int seconds) {
+  const struct timespec tick = {0, 1000 * 1000};
+  for (int i = 0; i < seconds * 1000 && !atomic_load(flag); ++i) nanosleep(&tick, NULL);
+  return atomic_load(flag);
+}
+
+/* The signal handler that parks the main thread (nanosleep is async-signal-safe). */
+static void parkCaller(int sig) {
+  (void)sig;
+  atomic_store(&gCallerParked, 1);
+  waitFlag(&gResumeCaller, 20);
+}
+
+/* The main thread's scheduler state: 'S' while it waits for a lock (or sleeps). */
+static char callerState(void) {
+  char path[64], buf[512];
+  snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)gCallerTid);
+  FILE* f = fopen(path, "r");
+  if (f == NULL) return '?';
+  const size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char* close = strrchr(buf, ')');
+  return close != NULL && close[1] == ' ' ? close[2] : '?';
+}
+
+/* Blocked for 20 ms in a row: inside the allreduce it can only be waiting for the set-up's mutex,
+ * which this thread holds (no other lock on that path is contended). */
+static int callerBlocked(void) {
+  const struct timespec tick = {0, 1000 * 1000};
+  for (int run = 0, i = 0; i < 10000; ++i) {
+    run = callerState() == 'S' ? run + 1 : 0;
+    if (run >= 20) return 1;
+    nanosleep(&tick, NULL);
+  }
+  return 0;
+}
+
+static void raceHook(const char* function, ncclComm_t comm) {
+  ncclComm_t target = atomic_load(&gRaceComm);
+  if (target == NULL) return;
+  if (atomic_load(&gRacePhase) == 0 && comm == target && strcmp(function, "ncclCommGetAsyncError") == 0) {
+    /* The set-up's readiness poll, under its mutex. */
+    atomic_store(&gHelperInside, 1);
+    if (!waitFlag(&gCallerCalling, 10) || !callerBlocked()) {
+      atomic_store(&gRaceTrouble, "the main thread never blocked on the set-up's mutex");
+      atomic_store(&gRacePhase, 3);
+      return;
+    }
+    pthread_kill(gCaller, SIGUSR1);
+    if (!waitFlag(&gCallerParked, 10)) {
+      atomic_store(&gRaceTrouble, "the main thread could not be parked");
+      atomic_store(&gRacePhase, 3);
+      atomic_store(&gResumeCaller, 1);
+      return;
+    }
+    fakeCommMakeReady(target); /* this very poll sees NCCL ready */
+    atomic_store(&gRacePhase, 1);
+  } else if (atomic_load(&gRacePhase) == 1 && comm == NULL && strcmp(function, "ncclGroupEnd") == 0) {
+    /* The set-up's exchange is being enqueued on the communicator (the mutex is still held). */
+    fakeCommBusyFor(target, 3600 * 1000);
+    atomic_store(&gRacePhase, 2);
+    atomic_store(&gResumeCaller, 1);
+  }
+}
+
+static void callRacesExchangeStart(void) {
+  struct sigaction park;
+  memset(&park, 0, sizeof(park));
+  park.sa_handler = parkCaller;
+  park.sa_flags = SA_RESTART;
+  sigemptyset(&park.sa_mask);
+  sigaction(SIGUSR1, &park, NULL);
+  gCaller = pthread_self();
+  gCallerTid = (pid_t)syscall(SYS_gettid);
+  ncclComm_t comm = initNonBlocking(); /* FAKE_READY_MS: never ready on its own */
+  atomic_store(&fakeHelperCallHook, raceHook);
+  atomic_store(&gRaceComm, comm);
+  /* The set-up thread holds its mutex from now on, so the allreduce blocks on it. */
+  CHECK(waitFlag(&gHelperInside, 10), "the set-up never polled NCCL's readiness");
+  atomic_store(&gCallerCalling, 1);
+  float x = 1.0f;
+  ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL); /* NCCL's answer: busy, so ncclInvalidArgument */
+  atomic_store(&fakeHelperCallHook, NULL);
+  fakeCommBusyFor(comm, 0);
+  const char* trouble = atomic_load(&gRaceTrouble);
+  CHECK(trouble == NULL, "%s", trouble);
+  CHECK(atomic_load(&gRacePhase) == 2, "the set-up never began its exchange (phase %d)", atomic_load(&gRacePhase));
+  CHECK(atomic_load(&fakeCounters.allReduceCalls) == 1, "%d allreduce(s) reached NCCL, not 1",
+        atomic_load(&fakeCounters.allReduceCalls));
+  /* Routed after the set-up: counted in our entry. Handed to NCCL inside the wait: not counted. */
+  CHECK(infoOf(comm).ncclCalls == 1,
+        "the allreduce was handed to NCCL while it waited for the set-up, after the set-up had begun its exchange");
+  CHECK(pollReady(comm) == ncclSuccess, "never ready");
+  CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy failed");
+}
+
 int main(int argc, char** argv) {
   getCommInfo = (ncclResult_t(*)(ncclComm_t, ncclLamportCommInfo_t*))dlsym(RTLD_DEFAULT, "ncclLamportGetCommInfo");
   if (getCommInfo == NULL || argc < 2) {
@@ -318,6 +434,7 @@ int main(int argc, char** argv) {
       {"abort-uncollected-child", abortUncollectedChild},
       {"throw-in-blocking-setup", throwInBlockingSetup},
       {"throw-in-deferred-setup", throwInDeferredSetup},
+      {"call-races-exchange-start", callRacesExchangeStart},
   };
   for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); ++i) {
     if (strcmp(argv[1], scenarios[i].name) != 0) continue;

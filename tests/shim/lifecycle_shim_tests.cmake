@@ -38,6 +38,11 @@ foreach(_case throw-in-blocking-setup throw-in-deferred-setup)
   set_tests_properties(shim_lifecycle.${_case} PROPERTIES LABELS cpu TIMEOUT 60
     ENVIRONMENT "${_preload};FAKE_THROW_IN=ncclCommUserRank")
 endforeach()
+# Defect 6 of issue 10: the stand-in's hook orders the set-up thread and the call (never ready on
+# its own: the hook makes it ready).
+add_test(NAME shim_lifecycle.call-races-exchange-start COMMAND shim_lifecycle_scenarios call-races-exchange-start)
+set_tests_properties(shim_lifecycle.call-races-exchange-start PROPERTIES LABELS cpu TIMEOUT 60
+  ENVIRONMENT "${_preload};FAKE_READY_MS=3600000")
 add_test(NAME shim_lifecycle.env-makes-blocking COMMAND shim_lifecycle_scenarios env-makes-blocking)
 add_test(NAME shim_lifecycle.env-makes-nonblocking COMMAND shim_lifecycle_scenarios env-makes-nonblocking)
 set_tests_properties(shim_lifecycle.env-makes-blocking PROPERTIES LABELS cpu TIMEOUT 60
