@@ -64,6 +64,24 @@ constexpr int kLamportResidencyShare = 4;
 /** Grids of at most 1/kLamportEarlyTriggerShare of the device use the early PDL trigger. */
 constexpr int kLamportEarlyTriggerShare = 12;
 
+/**
+ * Whether a kFast / kTwoShot launch of `blocks` blocks, on a device that holds `residentBlocks`
+ * of them at once, uses the late PDL trigger (LamportOneShotArgs::triggerAfterWait): requested > 0
+ * always, requested < 0 never, requested == 0 when the grid is more than
+ * 1/kLamportEarlyTriggerShare of the device (the co-residency argument of kLamportResidencyShare).
+ * Host code, no CUDA call.
+ */
+constexpr bool lamportUseLateTrigger(int requested, size_t blocks, int residentBlocks) {
+  if (requested != 0) return requested > 0;
+  return blocks * static_cast<size_t>(kLamportEarlyTriggerShare) > static_cast<size_t>(residentBlocks);
+}
+
+/** The triggerAfterWait value the kernel must receive: exactly 1 (late) or 0 (early), since the
+ *  kernel reads every non-zero value as late. */
+constexpr int lamportKernelTriggerArg(int requested, size_t blocks, int residentBlocks) {
+  return lamportUseLateTrigger(requested, blocks, residentBlocks) ? 1 : 0;
+}
+
 /** Everything one one-shot launch needs; passed by value to the kernel. */
 struct LamportOneShotArgs {
   const void* sendbuff;  // count elements, any alignment; may equal recvbuff

@@ -275,14 +275,12 @@ cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t st
     config.numAttrs = 1;
   }
   if (args.variant != LamportKernelVariant::kBaseline) {
-    // The kernel reads 0 = early, 1 = late. Late for grids above 1/kLamportEarlyTriggerShare of
-    // the device (kLamportResidencyShare's co-residency argument); a copy only where it differs.
-    const bool late = args.triggerAfterWait > 0 ||
-                      (args.triggerAfterWait == 0 &&
-                       blocks * kLamportEarlyTriggerShare > static_cast<size_t>(resident));
-    if ((args.triggerAfterWait == 1) != late) {
+    // The kernel reads 0 = early, anything else = late: pass exactly 0 or 1 (a copy only where the
+    // caller's value differs, e.g. 0 = the launcher's choice, or -1 = always early).
+    const int trigger = lamportKernelTriggerArg(args.triggerAfterWait, blocks, resident);
+    if (args.triggerAfterWait != trigger) {
       LamportOneShotArgs adjusted = args;
-      adjusted.triggerAfterWait = late ? 1 : 0;
+      adjusted.triggerAfterWait = trigger;
       return cudaLaunchKernelEx(&config, shape.kernel, adjusted);
     }
   }
