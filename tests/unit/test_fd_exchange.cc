@@ -195,6 +195,42 @@ TEST(FdExchange, PipeToOneForkedChild) {
   EXPECT_EQ(got, "TOKEN-42");
 }
 
+// Hardening (issue 10): an abstract socket can be reached by any process of the network
+// namespace, so the server hands the descriptor only to peers of its own effective uid
+// (SO_PEERCRED). A forked child that switched to another uid connects first and must get nothing;
+// a client of our uid that comes after it still gets the descriptor, and the stranger's
+// connection does not count as one of the clients served. Needs root to switch uid.
+TEST(FdExchange, ClientOfAnotherUserGetsNothing) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run a client under another uid";
+  int memfd = makeMemfd(kContent);
+  ASSERT_GE(memfd, 0);
+  FdServer server;
+  std::string name;
+  ASSERT_TRUE(server.open(&name));
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(memfd);
+    if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0) _exit(3);
+    int fd = receiveFd(name, 1500);
+    _exit(fd >= 0 ? 1 : 0);  // 1: a stranger received our descriptor
+  }
+  std::string seen;
+  std::thread sameUser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // after the stranger
+    int fd = receiveFd(name, 5000);
+    if (fd >= 0) {
+      seen = readAll(fd);
+      close(fd);
+    }
+  });
+  EXPECT_TRUE(server.serve(memfd, 1, 5000));
+  sameUser.join();
+  EXPECT_EQ(waitChild(pid), 0) << "exit 1: the other uid's client received the descriptor; 3: setresuid failed";
+  EXPECT_EQ(seen, kContent);
+  close(memfd);
+}
+
 TEST(FdExchange, MemfdToThreeForkedChildren) {
   int memfd = makeMemfd(kContent);
   ASSERT_GE(memfd, 0);
