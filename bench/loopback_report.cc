@@ -31,6 +31,9 @@ std::vector<LoopbackVariant> loopbackVariants(int nRanks) {
   v.push_back({"fast-nopdl", false, false, 0, false});
   v.push_back({"fast-t256", false, false, 256, true});
   v.push_back({"fast-t512", false, false, 512, true});
+  // Smaller blocks for the small-message floor: fewer warps to launch, retire and synchronise.
+  v.push_back({"fast-t64", false, false, 64, true});
+  v.push_back({"fast-t32", false, false, 32, true});
   v.push_back({"fast-nobound", false, false, 0, true, 1, -1});
   // The residency bound's trade-off (issue 10.1 against issue 11's large messages): the default
   // takes a quarter of the device and the late PDL trigger above 1/12 of it; the kernel of the
