@@ -8,6 +8,7 @@ include(GoogleTest)
 
 add_executable(lamport_cpu_tests
   ${CMAKE_CURRENT_LIST_DIR}/test_tuner.cc
+  ${CMAKE_CURRENT_LIST_DIR}/test_tuner_registration.cc
   ${CMAKE_CURRENT_LIST_DIR}/test_routing.cc
   ${CMAKE_CURRENT_LIST_DIR}/test_launch_policy.cc
   ${CMAKE_CURRENT_LIST_DIR}/test_tuning_file.cc

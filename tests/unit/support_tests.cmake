@@ -8,7 +8,10 @@ if(NOT TARGET GTest::gtest_main)
 endif()
 include(GoogleTest)
 
-add_executable(test_fd_exchange ${CMAKE_CURRENT_LIST_DIR}/test_fd_exchange.cc)
+add_executable(test_fd_exchange
+  ${CMAKE_CURRENT_LIST_DIR}/test_fd_exchange.cc             # delivery, uid check
+  ${CMAKE_CURRENT_LIST_DIR}/test_fd_exchange_robustness.cc  # timeouts, arguments, names, signals, leaks
+)
 target_link_libraries(test_fd_exchange PRIVATE lamport_internal GTest::gtest_main Threads::Threads)
 gtest_discover_tests(test_fd_exchange
   TEST_LIST test_fd_exchange_TESTS
