@@ -268,7 +268,7 @@ run_gtest() {
 # paths (default: every tests/tuner/test_*; "none": skip); else GTESTS, each mapped to its
 # tests/tuner/ namesake (names without one, the in-process and CPU tests, are listed and left out).
 tuner_gtests() {
-  local tuner_so=$1 list t name passed=0 failed=0
+  local tuner_so=$1 list t name log passed=0 failed=0 skipped=0
   if [ -n "${TUNER_GTESTS:-}" ]; then
     [ "$TUNER_GTESTS" = none ] && { note "tuner gtest: not asked for (TUNER_GTESTS=none)"; return; }
     list=$TUNER_GTESTS
@@ -292,18 +292,20 @@ tuner_gtests() {
       fail
       continue
     fi
-    if gtest_one "tuner gtest" "$t" "$OUT/gtest-tuner-$(basename "$t").log" -u LD_PRELOAD -u LD_AUDIT \
-      NCCL_TUNER_PLUGIN="$tuner_so"; then
-      passed=$((passed + 1))
-    else
+    log="$OUT/gtest-tuner-$(basename "$t").log"
+    if ! gtest_one "tuner gtest" "$t" "$log" -u LD_PRELOAD -u LD_AUDIT NCCL_TUNER_PLUGIN="$tuner_so"; then
       failed=$((failed + 1))
+    elif grep -q '^\[  PASSED  \] 0 tests' "$log"; then
+      skipped=$((skipped + 1))  # every test SKIPPED (no GPU): not a pass
+    else
+      passed=$((passed + 1))
     fi
   done
-  if [ $((passed + failed)) -eq 0 ]; then
+  if [ $((passed + failed + skipped)) -eq 0 ]; then
     note "tuner gtest: FAIL: no executable in $STAGE/tests/tuner (stage a build with tests/stage_for_device.sh)"
     fail
   else
-    note "tuner gtest: $passed passed, $failed failed (executables, NCCL_TUNER_PLUGIN=$tuner_so alone)"
+    note "tuner gtest: $passed passed, $failed failed, $skipped skipped (executables, NCCL_TUNER_PLUGIN=$tuner_so alone)"
   fi
 }
 

@@ -1,5 +1,6 @@
 #include "tests/gpu/activation_mode.h"
 
+#include <cstdlib>
 #include <cstring>
 
 namespace nccl_lamport {
@@ -49,6 +50,10 @@ std::string tunerActivationEnvProblem(const char* tunerPlugin, const char* ldPre
            "tuner activation (unset LD_AUDIT)";
   }
   return "";
+}
+
+std::string tunerActivationEnvProblem() {
+  return tunerActivationEnvProblem(getenv("NCCL_TUNER_PLUGIN"), getenv("LD_PRELOAD"), getenv("LD_AUDIT"));
 }
 
 }  // namespace gputest

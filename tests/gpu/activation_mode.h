@@ -31,6 +31,9 @@ inline bool tunerActivation() { return activation() == Activation::kTuner; }
  *  for a test failure. Pure (arguments are the variables' values, nullptr when unset). */
 std::string tunerActivationEnvProblem(const char* tunerPlugin, const char* ldPreload, const char* ldAudit);
 
+/** The same for this process's NCCL_TUNER_PLUGIN, LD_PRELOAD and LD_AUDIT. */
+std::string tunerActivationEnvProblem();
+
 /** Checked in every forked rank right after its first communicator exists: "" in the linked
  *  build; in the tuner build, "" when NCCL has loaded the object NCCL_TUNER_PLUGIN names, else
  *  why not (then nothing of nccl-lamport runs and every test would be meaningless). */

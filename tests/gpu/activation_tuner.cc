@@ -65,7 +65,7 @@ Activation activation() { return Activation::kTuner; }
 
 std::string activationProblemAfterInit() {
   const char* path = getenv("NCCL_TUNER_PLUGIN");
-  const std::string env = tunerActivationEnvProblem(path, getenv("LD_PRELOAD"), getenv("LD_AUDIT"));
+  const std::string env = tunerActivationEnvProblem();
   if (!env.empty()) return env;
   if (tunerObject() != nullptr) return "";
   void* loaded = dlopen(path, RTLD_NOLOAD | RTLD_LAZY);

@@ -101,8 +101,7 @@ std::string runForked(const ForkOptions& options, const RankScenario& scenario) 
   const std::string skip = forkedRankSkipReason(n, gpus, shared);
   if (!skip.empty()) return skip;
   if (tunerActivation()) {  // a misconfigured run of the tuner build fails: it would test nothing
-    const std::string problem =
-        tunerActivationEnvProblem(getenv("NCCL_TUNER_PLUGIN"), getenv("LD_PRELOAD"), getenv("LD_AUDIT"));
+    const std::string problem = tunerActivationEnvProblem();
     if (!problem.empty()) {
       ADD_FAILURE() << problem;
       return "";

@@ -143,7 +143,8 @@ struct DestroyAtExit {
 };
 
 /** A real NCCL entry point the loaded library may lack (SKIP then); called through the plugin's
- *  wrapper when it has one (RTLD_DEFAULT finds libnccl-lamport.so before libnccl). */
+ *  wrapper when it has one (RTLD_DEFAULT finds libnccl-lamport.so before libnccl; in tuner
+ *  activation it finds NCCL's own entry, whose hook leads to the same wrapper). */
 template <typename Fn>
 Fn entryPoint(const char* name) {
   const std::string real = std::string("p") + name;

@@ -181,8 +181,7 @@ void runFault(int signal, const char* kind, bool ncclFirst = false) {
   const std::string skip = forkedRankSkipReason(2, gpus, shared);
   if (!skip.empty()) GTEST_SKIP() << skip;
   if (tunerActivation()) {  // a misconfigured run of the tuner build fails: it would test nothing
-    const std::string problem =
-        tunerActivationEnvProblem(getenv("NCCL_TUNER_PLUGIN"), getenv("LD_PRELOAD"), getenv("LD_AUDIT"));
+    const std::string problem = tunerActivationEnvProblem();
     ASSERT_TRUE(problem.empty()) << problem;
   }
   RankLaunch launch = launchRanks(
