@@ -27,8 +27,8 @@
 #              then the forked gtest executables of the tuner-activation build (tests/tuner/:
 #              multiprocess, errors, lifecycle, groups, comm_kinds, faults; not linked to the
 #              plugin) with NCCL_TUNER_PLUGIN alone (LD_PRELOAD/LD_AUDIT unset): one line each
-#              and an "N passed, M failed" line; TUNER_GTESTS (paths, or none) picks them, else
-#              GTESTS' names are mapped to tests/tuner/
+#              and an "N passed, M failed, K skipped" line; TUNER_GTESTS (paths, or none) picks
+#              them, else GTESTS' names are mapped to tests/tuner/; TUNER_GTESTS_ONLY=1 runs only them
 #   tunercycles tests/clients/tuner_cycles.py: TUNER_CYCLES (1000) create/use/destroy cycles of a
 #              pynccl communicator with NCCL_TUNER_PLUGIN alone (not in the default list)
 #   faults     tests/reliability/fault_torch.py under torchrun with PyTorch's watchdog: one rank
@@ -426,6 +426,8 @@ run_tuner() {
   local tlog="$OUT/tuner.log" script=tests/clients/tuner_entry_bytes.py
   local tuner_so
   tuner_so="$(dirname "$SO")/libnccl-tuner-lamport.so"
+  # TUNER_GTESTS_ONLY=1: only the gtest executables (the client checks take minutes of their own).
+  [ "${TUNER_GTESTS_ONLY:-0}" = 1 ] && { tuner_gtests "$tuner_so"; return; }
   : >"$tlog"
   local -a cases=("unchanged NCCL_LAMPORT_ENABLE=0 NCCL_LAMPORT_TUNER_HOOKS=1"
                   "unchanged NCCL_LAMPORT_TUNER_HOOKS=0"
