@@ -23,7 +23,12 @@
 #              on both ranks and "Lamport one-shot ON" required (logged at the first call, for the set-up in the tuner's
 #              init); in shared-GPU mode NCCL_LAMPORT_TEST_SHARED_GPU=1 lets it past nNodes > 1
 #              then clients_check.py (eager, lazy, non-blocking) and pynccl_ctypes_check.py with
-#              --lib libnccl.so.2, each with NCCL_TUNER_PLUGIN alone, compared with stock runs
+#              --lib libnccl.so.2, each with NCCL_TUNER_PLUGIN alone, compared with stock runs,
+#              then the forked gtest executables of the tuner-activation build (tests/tuner/:
+#              multiprocess, errors, lifecycle, groups, comm_kinds, faults; not linked to the
+#              plugin) with NCCL_TUNER_PLUGIN alone (LD_PRELOAD/LD_AUDIT unset): one line each
+#              and an "N passed, M failed, K skipped" line; TUNER_GTESTS (paths, or none) picks
+#              them, else GTESTS' names are mapped to tests/tuner/; TUNER_GTESTS_ONLY=1 runs only them
 #   tunercycles tests/clients/tuner_cycles.py: TUNER_CYCLES (1000) create/use/destroy cycles of a
 #              pynccl communicator with NCCL_TUNER_PLUGIN alone (not in the default list)
 #   faults     tests/reliability/fault_torch.py under torchrun with PyTorch's watchdog: one rank
@@ -221,6 +226,29 @@ compare_dirs() {
 
 # --- parts -----------------------------------------------------------------------------------
 
+# gtest_one LABEL EXE LOG [env ARGS...]: one gtest executable under its time limit, the NCCL under
+# test first on the library path, through env with ARGS (VAR=VALUE, -u VAR); one summary line.
+# A failure marks the part failed; the exit status is returned.
+gtest_one() {
+  local label=$1 t=$2 log=$3 name limit rc
+  shift 3
+  name=$(basename "$t")
+  limit=${GTEST_TIMEOUT:-150}
+  # 1000 create/destroy cycles take about 10 minutes (NCCL's own split and destroy).
+  # A shorter NCCL_LAMPORT_TEST_CYCLE_BUDGET_S shortens that limit too.
+  local cycles_limit=870
+  [ -n "${NCCL_LAMPORT_TEST_CYCLE_BUDGET_S:-}" ] && cycles_limit=$((NCCL_LAMPORT_TEST_CYCLE_BUDGET_S + 120))
+  [ "$name" = test_gpu_lifecycle ] && [ "$limit" -lt "$cycles_limit" ] && [ -z "${GTEST_FILTER:-}" ] && limit=$cycles_limit
+  env "$@" LD_LIBRARY_PATH="$NCCL_LDLP" timeout "$limit" "$t" >"$log" 2>&1
+  rc=$?
+  # A test killed at its limit may leave forked ranks on the GPU: they carry the executable's
+  # name (matched exactly, at most 15 characters as the kernel keeps it, so never a shell).
+  [ "$rc" -eq 124 ] && pkill -KILL -x "${name:0:15}" 2>/dev/null && echo "killed ranks left by $name" >>"$log"
+  [ "$rc" -eq 0 ] || fail
+  note "$label $name: rc=$rc $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$log" | tr '\n' ' ')"
+  return "$rc"
+}
+
 run_gtest() {
   local ran=0
   for t in ${GTESTS:-"$STAGE"/tests/test_*}; do
@@ -230,22 +258,56 @@ run_gtest() {
       continue
     fi
     ran=$((ran + 1))
-    name=$(basename "$t")
-    limit=${GTEST_TIMEOUT:-150}
-    # 1000 create/destroy cycles take about 10 minutes (NCCL's own split and destroy).
-    # A shorter NCCL_LAMPORT_TEST_CYCLE_BUDGET_S shortens that limit too.
-    local cycles_limit=870
-    [ -n "${NCCL_LAMPORT_TEST_CYCLE_BUDGET_S:-}" ] && cycles_limit=$((NCCL_LAMPORT_TEST_CYCLE_BUDGET_S + 120))
-    [ "$name" = test_gpu_lifecycle ] && [ "$limit" -lt "$cycles_limit" ] && [ -z "${GTEST_FILTER:-}" ] && limit=$cycles_limit
-    LD_LIBRARY_PATH="$NCCL_LDLP" timeout "$limit" "$t" >"$OUT/gtest-$name.log" 2>&1
-    rc=$?
-    # A test killed at its limit may leave forked ranks on the GPU: they carry the executable's
-    # name (matched exactly, at most 15 characters as the kernel keeps it, so never a shell).
-    [ "$rc" -eq 124 ] && pkill -KILL -x "${name:0:15}" 2>/dev/null && echo "killed ranks left by $name" >>"$OUT/gtest-$name.log"
-    [ "$rc" -eq 0 ] || fail
-    note "gtest $name: rc=$rc $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/gtest-$name.log" | tr '\n' ' ')"
+    gtest_one gtest "$t" "$OUT/gtest-$(basename "$t").log"
   done
   [ "$ran" -gt 0 ] || { note "gtest: SKIPPED: no test executable found"; skip_part; }
+}
+
+# The forked gtest executables of the tuner-activation build (staged in tests/tuner/: not linked to
+# libnccl-lamport.so, tests/gpu/activation_mode.h) with only NCCL_TUNER_PLUGIN set. TUNER_GTESTS:
+# paths (default: every tests/tuner/test_*; "none": skip); else GTESTS, each mapped to its
+# tests/tuner/ namesake (names without one, the in-process and CPU tests, are listed and left out).
+tuner_gtests() {
+  local tuner_so=$1 list t name log passed=0 failed=0 skipped=0
+  if [ -n "${TUNER_GTESTS:-}" ]; then
+    [ "$TUNER_GTESTS" = none ] && { note "tuner gtest: not asked for (TUNER_GTESTS=none)"; tuner_gtests_ran=0; return; }
+    list=$TUNER_GTESTS
+  elif [ -n "${GTESTS:-}" ]; then
+    list=""
+    for t in $GTESTS; do
+      name=$(basename "$t")
+      if [ -x "$STAGE/tests/tuner/$name" ]; then
+        list+=" $STAGE/tests/tuner/$name"
+      else
+        note "tuner gtest $name: no tuner-activation build (only the forked GPU tests have one)"
+      fi
+    done
+  else
+    list=$(ls "$STAGE"/tests/tuner/test_* 2>/dev/null)
+  fi
+  for t in $list; do
+    if [ ! -x "$t" ] || [ -d "$t" ]; then
+      note "tuner gtest $t: not an executable path"
+      failed=$((failed + 1))
+      fail
+      continue
+    fi
+    log="$OUT/gtest-tuner-$(basename "$t").log"
+    if ! gtest_one "tuner gtest" "$t" "$log" -u LD_PRELOAD -u LD_AUDIT NCCL_TUNER_PLUGIN="$tuner_so"; then
+      failed=$((failed + 1))
+    elif grep -q '^\[  PASSED  \] 0 tests' "$log"; then
+      skipped=$((skipped + 1))  # every test SKIPPED (no GPU): not a pass
+    else
+      passed=$((passed + 1))
+    fi
+  done
+  if [ $((passed + failed + skipped)) -eq 0 ]; then
+    note "tuner gtest: FAIL: no executable in $STAGE/tests/tuner (stage a build with tests/stage_for_device.sh)"
+    fail
+  else
+    note "tuner gtest: $passed passed, $failed failed, $skipped skipped (executables, NCCL_TUNER_PLUGIN=$tuner_so alone)"
+  fi
+  tuner_gtests_ran=$((passed + failed))
 }
 
 run_bench() {
@@ -365,6 +427,12 @@ run_tuner() {
   local tlog="$OUT/tuner.log" script=tests/clients/tuner_entry_bytes.py
   local tuner_so
   tuner_so="$(dirname "$SO")/libnccl-tuner-lamport.so"
+  # TUNER_GTESTS_ONLY=1: only the gtest executables (the client checks take minutes of their own).
+  if [ "${TUNER_GTESTS_ONLY:-0}" = 1 ]; then
+    tuner_gtests "$tuner_so"
+    [ "$tuner_gtests_ran" -eq 0 ] && skip_part  # every test SKIPPED: the part is not a pass
+    return
+  fi
   : >"$tlog"
   local -a cases=("unchanged NCCL_LAMPORT_ENABLE=0 NCCL_LAMPORT_TUNER_HOOKS=1"
                   "unchanged NCCL_LAMPORT_TUNER_HOOKS=0"
@@ -423,6 +491,7 @@ run_tuner() {
   torch_run "tuner pynccl libnccl.so.2" "$tlog" lamport "${hooks[@]}" -- \
     "$script_p" --lib libnccl.so.2 --label tuner --expect-lamport --out "$RESULTS/tuner-pynccl"
   compare_dirs "tuner pynccl vs stock" "$RESULTS/tuner-pynccl-stock" "$RESULTS/tuner-pynccl" "$tlog"
+  tuner_gtests "$tuner_so"
 }
 
 # NCCL_TUNER_PLUGIN alone, TUNER_CYCLES (1000) create/use/destroy cycles of a pynccl communicator,

@@ -12,5 +12,10 @@ cp "$build/bench/nccl-lamport-bench" "$stage/bench/" 2>/dev/null || echo "no ben
 for t in "$build"/tests/test_*; do
   [ -f "$t" ] && [ -x "$t" ] && cp "$t" "$stage/tests/"
 done
-strip --strip-debug "$stage"/tests/* "$stage"/bench/* 2>/dev/null || true
+# The tuner-activation build of the forked GPU tests (tests/gpu/activation_mode.h): same names.
+mkdir -p "$stage/tests/tuner"
+for t in "$build"/tests/tuner/test_*; do
+  [ -f "$t" ] && [ -x "$t" ] && cp "$t" "$stage/tests/tuner/"
+done
+strip --strip-debug "$stage"/tests/* "$stage"/tests/tuner/* "$stage"/bench/* 2>/dev/null || true
 du -sh "$stage"

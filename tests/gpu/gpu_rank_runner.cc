@@ -70,6 +70,8 @@ int forkedRank(const ForkOptions& options, const RankScenario& scenario, RankCon
     failures.add("rank %d: ncclCommInitRank returned %d (%s)", ctx.rank, rc, ncclGetErrorString(rc));
     return 1;
   }
+  const std::string activationProblem = activationProblemAfterInit();  // tuner build: NCCL loaded our tuner
+  if (!activationProblem.empty()) failures.add("rank %d: %s", ctx.rank, activationProblem.c_str());
   h.slots.push_back(slot);
   h.begin();
   const std::string skip = options.requireEligible ? h.requireEligible() : "";
@@ -98,6 +100,13 @@ std::string runForked(const ForkOptions& options, const RankScenario& scenario) 
   const int n = forkedRankCount(options.nRanks, gpus, shared);
   const std::string skip = forkedRankSkipReason(n, gpus, shared);
   if (!skip.empty()) return skip;
+  if (tunerActivation()) {  // a misconfigured run of the tuner build fails: it would test nothing
+    const std::string problem = tunerActivationEnvProblem();
+    if (!problem.empty()) {
+      ADD_FAILURE() << problem;
+      return "";
+    }
+  }
   RankLaunch launch = launchRanks(
       n, sizeof(SharedReport), options.timeoutSeconds, [](ncclUniqueId* id) { return ncclGetUniqueId(id); },
       [&](RankContext& ctx) { return forkedRank(options, scenario, ctx, gpus, shared); });

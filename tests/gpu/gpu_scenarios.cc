@@ -37,7 +37,10 @@ bool makeRow(Harness& h, const CallSpec& spec, uint64_t seed, Row* row) {
 }
 
 bool issueRow(Harness& h, Row& row, bool reference, const char* what) {
-  return h.step(reference, [&](RankSlot& s) { return reference ? row[s.index]->issueReference() : row[s.index]->issue(h, s); }, what);
+  if (reference) {
+    return h.referenceStep([&](RankSlot& s, ReferencePart part) { return row[s.index]->issueReference(part); }, what);
+  }
+  return h.step(false, [&](RankSlot& s) { return row[s.index]->issue(h, s); }, what);
 }
 
 void verifyRow(Harness& h, Row& row, bool withReference, const std::string& prefix) {

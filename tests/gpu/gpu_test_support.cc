@@ -233,7 +233,9 @@ void Harness::begin() {
 
 std::string Harness::requireEligible() {
   if (!active) {
-    failures->add("ncclLamportIsActive() is 0: the interposer is not active in this process");
+    failures->add(tunerActivation() ? "ncclLamportIsActive() is 0: NCCL_TUNER_PLUGIN did not hook NCCL's entry points "
+                                      "in this process (its INFO lines say why)"
+                                    : "ncclLamportIsActive() is 0: the interposer is not active in this process");
     return "";
   }
   std::string reason;
@@ -303,7 +305,8 @@ bool Harness::step(bool reference, const std::function<ncclResult_t(RankSlot&)>&
     }
     const ncclResult_t rc = fn(s);
     if (rc != ncclSuccess) {
-      fail(s, format("%s: %sAllReduce returned %d (%s)", what, reference ? "pnccl" : "nccl", rc, ncclGetErrorString(rc)));
+      fail(s, format("%s: %s returned %d (%s)", what, reference ? "NCCL's own allreduce (reference)" : "ncclAllReduce",
+                     rc, ncclGetErrorString(rc)));
       ok = false;
     }
     int now = current;
@@ -323,6 +326,12 @@ bool Harness::step(bool reference, const std::function<ncclResult_t(RankSlot&)>&
     }
   }
   return ok;
+}
+
+bool Harness::referenceStep(const std::function<ncclResult_t(RankSlot&, ReferencePart)>& fn, const char* what) {
+  if (!tunerActivation()) return step(true, [&](RankSlot& s) { return fn(s, ReferencePart::kWhole); }, what);
+  const bool reduced = step(true, [&](RankSlot& s) { return fn(s, ReferencePart::kReduce); }, what);
+  return step(true, [&](RankSlot& s) { return fn(s, ReferencePart::kBroadcast); }, what) && reduced;
 }
 
 bool Harness::syncAll(const char* what) {
@@ -472,10 +481,10 @@ ncclResult_t CheckedCall::issue(Harness& h, RankSlot& slot) {
                      spec_.dtype, spec_.op);
 }
 
-ncclResult_t CheckedCall::issueReference() {
+ncclResult_t CheckedCall::issueReference(ReferencePart part) {
   char* out = region(refOut_, spec_.recvOffset);
-  return pncclAllReduce(spec_.inPlace ? out : region(refIn_, spec_.sendOffset), out, spec_.count,
-                        spec_.dtype, spec_.op, comm_, stream_);
+  return ncclOwnAllReduce(spec_.inPlace ? out : region(refIn_, spec_.sendOffset), out, spec_.count, spec_.dtype,
+                          spec_.op, comm_, stream_, part);
 }
 
 std::string CheckedCall::compare(const uint8_t* got, const uint8_t* nccl, Against against) const {
@@ -507,7 +516,7 @@ std::string CheckedCall::compare(const uint8_t* got, const uint8_t* nccl, Agains
   uint32_t bits = 0;
   memcpy(&bits, got + first * elem_, elem_);
   const char* what = against == Against::kOursVsFp64   ? "vs fp64 reference"
-                     : against == Against::kOursVsNccl ? "vs NCCL (pncclAllReduce)"
+                     : against == Against::kOursVsNccl ? "vs NCCL's own result (ncclOwnAllReduce)"
                      : got == result_.data()           ? "vs fp64 reference, NCCL's bound (the call went to NCCL)"
                                                        : "NCCL itself vs fp64 (harness or NCCL problem)";
   return format("%s: %zu of %zu elements wrong, first [%zu]: got %.9g (0x%x) expected %.9g%s%.9g tol %.3g; ", what,

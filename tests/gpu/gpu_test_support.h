@@ -25,6 +25,7 @@
 
 #include "bench/rank_launcher.h"
 #include "include/nccl_lamport.h"
+#include "tests/gpu/activation_mode.h"
 
 namespace nccl_lamport {
 namespace gputest {
@@ -107,6 +108,30 @@ class Failures {
   size_t mirrorBytes_ = 0;
 };
 
+// ---------------------------------------------------------------- NCCL's own result
+
+/** Which part of ncclOwnAllReduce to issue. Tuner activation needs two collectives, and NCCL may
+ *  reorder or overlap the collectives of one group: a grouped reference issues kReduce for every
+ *  rank in one group, then kBroadcast in the next (Harness::referenceStep). Ungrouped: kWhole. */
+enum class ReferencePart { kWhole, kReduce, kBroadcast };
+
+/**
+ * NCCL's own allreduce of (sendbuff, count, datatype, op) into recvbuff on comm and stream: the
+ * suite's reference, never reaching nccl-lamport's Lamport path, in either build
+ * (tests/gpu/activation_mode.h):
+ *  - linked / LD_PRELOAD: pncclAllReduce, NCCL's profiling alias, which the interposer does not wrap;
+ *  - tuner activation: pncclAllReduce is the same function as ncclAllReduce inside libnccl and its
+ *    entry is hooked, so it would run ours. There: ncclReduce to root 0, then ncclBroadcast from
+ *    root 0 on the same stream (collectives the plugin never takes). That is NCCL's arithmetic
+ *    with another summation order than its allreduce, which compare()'s NCCL bound covers (it
+ *    never asks for bit-identity with NCCL).
+ * On a non-blocking communicator an ncclInProgress of the reduce is waited out (bounded) before
+ * the broadcast. Returns the first error, or the last call's result.
+ */
+ncclResult_t ncclOwnAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                              ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream,
+                              ReferencePart part = ReferencePart::kWhole);
+
 // ---------------------------------------------------------------- ranks and the harness
 
 /** One rank driven by this process or thread. */
@@ -157,8 +182,12 @@ class Harness {
   ncclResult_t allReduce(RankSlot& slot, const void* send, void* recv, size_t count,
                          ncclDataType_t dtype, ncclRedOp_t op);
   /** Runs fn for every slot as one step, grouped as configured; reference=true uses pnccl group
-   *  calls (fn must then call pncclAllReduce). False (and a failure) on any error. */
+   *  calls (fn must then issue NCCL's own result, through referenceStep). False (and a failure)
+   *  on any error. */
   bool step(bool reference, const std::function<ncclResult_t(RankSlot&)>& fn, const char* what);
+  /** NCCL's reference for every slot (fn issues ncclOwnAllReduce with the part it is given): one
+   *  step in the linked build; in tuner activation a kReduce step, then a kBroadcast step. */
+  bool referenceStep(const std::function<ncclResult_t(RankSlot&, ReferencePart)>& fn, const char* what);
   bool syncAll(const char* what);
   /** ncclCommGetAsyncError must report ncclSuccess on every slot. */
   void checkNoAsyncError(const char* what);
@@ -189,7 +218,7 @@ void generateInput(const CallSpec& spec, uint64_t seed, int rank, int nRanks,
 
 /**
  * One allreduce call on one rank with its own device buffers: 256-byte guards around every region,
- * outputs poisoned with 0xFF, a private copy of the input for the NCCL reference (pncclAllReduce on
+ * outputs poisoned with 0xFF, a private copy of the input for the NCCL reference (ncclOwnAllReduce on
  * the same comm), the fp64 reference of every rank's input.
  *
  * An element passes when: reference NaN -> result NaN (and not the all-ones poison); reference
@@ -212,7 +241,8 @@ class CheckedCall {
   /** Fresh inputs for seed: host generation, async upload, poisoning (on the slot's stream). */
   void stage(uint64_t seed);
   ncclResult_t issue(Harness& h, RankSlot& slot);  // ncclAllReduce (the plugin)
-  ncclResult_t issueReference();                   // pncclAllReduce (NCCL itself)
+  /** NCCL's own result into the private copy (ncclOwnAllReduce). */
+  ncclResult_t issueReference(ReferencePart part = ReferencePart::kWhole);
   /** After the stream is synced: "" or what is wrong (vs fp64, vs NCCL, guards, input). */
   std::string verify(bool withReference);
   const std::vector<uint8_t>& result() const { return result_; }
@@ -369,7 +399,7 @@ ncclResult_t pollAsyncError(ncclComm_t comm, double seconds, double* waited = nu
 bool waitCommReady(Harness& h, ncclComm_t comm, double seconds, const char* what);
 
 /** Rank 0 makes a new ncclUniqueId and every rank of h's (blocking, ready) communicator receives
- *  it through NCCL's own broadcast (pncclBroadcast: the plugin plays no part). False and a failure
+ *  it through NCCL's own broadcast (pncclBroadcast: the plugin plays no part, in either build). False and a failure
  *  if any step fails (every rank learns of a failure on rank 0). */
 bool shareUniqueId(Harness& h, ncclUniqueId* id);
 

@@ -15,6 +15,14 @@
 #
 # Link order matters: libnccl-lamport.so comes before libnccl, so the executables' ncclAllReduce
 # etc. resolve to the plugin (as under LD_PRELOAD) while pncclAllReduce reaches NCCL itself.
+#
+# Tuner activation (SPEC 4a, tests/gpu/activation_mode.h): the forked executables are built a
+# second time, from the same objects, into tests/tuner/ under the same names, WITHOUT
+# libnccl-lamport.so (a linked interposer would run before the tuner's init and make it the other
+# mode). They find the extension API in the object NCCL loads from NCCL_TUNER_PLUGIN and take
+# NCCL's own result through collectives the plugin never takes; run them with only
+# NCCL_TUNER_PLUGIN=/abs/path/libnccl-tuner-lamport.so set (tests/gpu_suite.sh part tuner; in
+# ctest as tuner.<Suite>.<Test>). Without it they fail, never pass.
 if(TARGET nccl-lamport AND NOT TARGET lamport_launcher)
   message(WARNING "gpu tests: the rank launcher (built with the benchmark, NCCL_LAMPORT_BUILD_BENCH) is "
                   "missing: GPU tests are not built")
@@ -29,42 +37,62 @@ if(TARGET nccl-lamport AND TARGET lamport_launcher)
   endif()
   include(GoogleTest)
 
-  # Shared helpers, compiled once; their main() sets the suite's NCCL_LAMPORT_* knobs.
-  add_library(lamport_gpu_test_support OBJECT ${CMAKE_CURRENT_LIST_DIR}/gpu_test_support.cc
-                                              ${CMAKE_CURRENT_LIST_DIR}/gpu_scenarios.cc
-                                              ${CMAKE_CURRENT_LIST_DIR}/gpu_rank_runner.cc
-                                              ${CMAKE_CURRENT_LIST_DIR}/gpu_comm_helpers.cc
-                                              ${CMAKE_CURRENT_LIST_DIR}/shared_gpu.cc)
-  target_include_directories(lamport_gpu_test_support PRIVATE
-    ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include ${NCCL_INCLUDE_DIR})
-  target_link_libraries(lamport_gpu_test_support PRIVATE CUDA::toolkit GTest::gtest)
+  # Objects compiled once and linked into both builds.
+  function(lamport_gpu_objects name)
+    add_library(${name} OBJECT ${ARGN})
+    target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include ${NCCL_INCLUDE_DIR})
+    target_link_libraries(${name} PRIVATE CUDA::toolkit GTest::gtest)
+  endfunction()
+  # Shared helpers; their main() sets the suite's NCCL_LAMPORT_* knobs.
+  lamport_gpu_objects(lamport_gpu_test_support ${CMAKE_CURRENT_LIST_DIR}/gpu_test_support.cc
+                                               ${CMAKE_CURRENT_LIST_DIR}/gpu_scenarios.cc
+                                               ${CMAKE_CURRENT_LIST_DIR}/gpu_rank_runner.cc
+                                               ${CMAKE_CURRENT_LIST_DIR}/gpu_comm_helpers.cc
+                                               ${CMAKE_CURRENT_LIST_DIR}/nccl_reference.cc)
+  lamport_gpu_objects(lamport_gpu_shared_gpu ${CMAKE_CURRENT_LIST_DIR}/shared_gpu.cc
+                                             ${CMAKE_CURRENT_LIST_DIR}/activation_mode.cc)
+  lamport_gpu_objects(lamport_gpu_activation_linked ${CMAKE_CURRENT_LIST_DIR}/activation_linked.cc)
+  lamport_gpu_objects(lamport_gpu_activation_tuner ${CMAKE_CURRENT_LIST_DIR}/activation_tuner.cc)
+
+  # lamport_gpu_executable(TARGET BUILD MAIN OBJECTS...): BUILD linked (libnccl-lamport.so ahead of
+  # libnccl) or tuner (libnccl only, into tests/tuner/ under the name without "_tuner"); MAIN
+  # gtest (the support's main) or gtest_main.
+  function(lamport_gpu_executable target build main)
+    add_executable(${target} ${ARGN} $<TARGET_OBJECTS:lamport_gpu_shared_gpu>
+                   $<TARGET_OBJECTS:lamport_gpu_activation_${build}>)
+    set(plugin nccl-lamport)
+    set(timeout 900)
+    if(target STREQUAL "test_gpu_faults" OR target STREQUAL "test_gpu_faults_tuner")
+      set(timeout 300)
+    endif()
+    set(discover PROPERTIES LABELS gpu SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]" TIMEOUT ${timeout})
+    if(build STREQUAL "tuner")
+      set(plugin)
+      string(REGEX REPLACE "_tuner$" "" name ${target})
+      set_target_properties(${target} PROPERTIES OUTPUT_NAME ${name}
+                            RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/tuner)
+      add_dependencies(${target} nccl-lamport)  # the object NCCL_TUNER_PLUGIN names
+      list(APPEND discover ENVIRONMENT "NCCL_TUNER_PLUGIN=${PROJECT_BINARY_DIR}/lib/libnccl-tuner-lamport.so")
+      set(discover TEST_PREFIX "tuner." ${discover})
+    endif()
+    target_link_libraries(${target} PRIVATE ${plugin} ${NCCL_LIBRARY} lamport_launcher CUDA::cudart_static
+                          GTest::${main} Threads::Threads ${CMAKE_DL_LIBS})
+    gtest_discover_tests(${target} ${discover} DISCOVERY_TIMEOUT 60)
+  endfunction()
 
   foreach(pattern multiprocess errors singleprocess threads lifecycle groups comm_kinds)
-    set(target test_gpu_${pattern})
-    add_executable(${target}
-      ${CMAKE_CURRENT_LIST_DIR}/test_gpu_${pattern}.cc
-      $<TARGET_OBJECTS:lamport_gpu_test_support>)
-    target_include_directories(${target} PRIVATE
-      ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include ${NCCL_INCLUDE_DIR})
-    target_link_libraries(${target} PRIVATE
-      nccl-lamport
-      ${NCCL_LIBRARY}
-      lamport_launcher
-      CUDA::cudart_static
-      GTest::gtest
-      Threads::Threads)
-    gtest_discover_tests(${target}
-      PROPERTIES LABELS gpu SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]" TIMEOUT 900
-      DISCOVERY_TIMEOUT 60)
+    lamport_gpu_objects(test_gpu_${pattern}_objects ${CMAKE_CURRENT_LIST_DIR}/test_gpu_${pattern}.cc)
+    set(objects $<TARGET_OBJECTS:test_gpu_${pattern}_objects> $<TARGET_OBJECTS:lamport_gpu_test_support>)
+    lamport_gpu_executable(test_gpu_${pattern} linked gtest ${objects})
+    # The in-process patterns stay linked-only: tuner activation is process-wide either way, and
+    # they need one GPU per rank (shared-GPU mode skips them).
+    if(NOT pattern MATCHES "^(singleprocess|threads)$")
+      lamport_gpu_executable(test_gpu_${pattern}_tuner tuner gtest ${objects})
+    endif()
   endforeach()
 
   # A rank killed or stopped during Lamport calls (issue 10, evidence); its own fork logic.
-  add_executable(test_gpu_faults ${CMAKE_CURRENT_LIST_DIR}/test_gpu_faults.cc
-                                 ${CMAKE_CURRENT_LIST_DIR}/shared_gpu.cc)
-  target_include_directories(test_gpu_faults PRIVATE
-    ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include ${NCCL_INCLUDE_DIR})
-  target_link_libraries(test_gpu_faults PRIVATE nccl-lamport ${NCCL_LIBRARY} lamport_launcher CUDA::cudart_static
-                        GTest::gtest_main Threads::Threads)
-  gtest_discover_tests(test_gpu_faults
-    PROPERTIES LABELS gpu SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]" TIMEOUT 300 DISCOVERY_TIMEOUT 60)
+  lamport_gpu_objects(test_gpu_faults_objects ${CMAKE_CURRENT_LIST_DIR}/test_gpu_faults.cc)
+  lamport_gpu_executable(test_gpu_faults linked gtest_main $<TARGET_OBJECTS:test_gpu_faults_objects>)
+  lamport_gpu_executable(test_gpu_faults_tuner tuner gtest_main $<TARGET_OBJECTS:test_gpu_faults_objects>)
 endif()

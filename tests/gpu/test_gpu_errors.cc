@@ -28,6 +28,20 @@ ForkOptions twoRanks(double timeoutSeconds, std::vector<std::pair<std::string, s
   return forkRanks(2, timeoutSeconds, std::move(env));
 }
 
+/**
+ * NCCL's own result code for an allreduce of 16 elements with these (bad) arguments.
+ * Linked build: pncclAllReduce, NCCL's allreduce itself (the interposer does not wrap it).
+ * Tuner activation: pncclAllReduce is the hooked ncclAllReduce (one function in libnccl), so NCCL's
+ * answer comes from ncclReduce with this rank as root, a collective the plugin never takes, which
+ * runs the same argument checks in NCCL's enqueue (comm, datatype, op; with NCCL_CHECK_POINTERS
+ * sendbuff, and recvbuff on the root). Nothing is launched: every case is refused (checked).
+ */
+ncclResult_t ncclsOwnResultCode(const void* send, void* recv, ncclDataType_t dtype, ncclRedOp_t op, ncclComm_t comm,
+                                const RankSlot& s) {
+  if (!tunerActivation()) return pncclAllReduce(send, recv, 16, dtype, op, comm, s.stream);
+  return ncclReduce(send, recv, 16, dtype, op, s.rank, comm, s.stream);
+}
+
 TEST(Errors, InvalidArgumentsGiveNcclsResultCode) {
   // NCCL validates buffer pointers only when asked to (otherwise a null buffer faults on the GPU).
   const ForkOptions options = twoRanks(120, {{"NCCL_CHECK_POINTERS", "1"}, {"NCCL_CHECK_MODE", "DEBUG_LOCAL"}});
@@ -58,7 +72,7 @@ TEST(Errors, InvalidArgumentsGiveNcclsResultCode) {
     };
     for (const Case& c : cases) {
       // NCCL first: if it accepted the call there would be nothing to compare with (and a fault).
-      const ncclResult_t theirs = pncclAllReduce(c.send, c.recv, 16, c.dtype, c.op, c.comm, s.stream);
+      const ncclResult_t theirs = ncclsOwnResultCode(c.send, c.recv, c.dtype, c.op, c.comm, s);
       if (theirs == ncclSuccess) {
         h.fail(s, std::string(c.what) + ": NCCL itself accepted it (NCCL_CHECK_POINTERS not honoured?)");
         return;

@@ -22,6 +22,7 @@
 
 #include "bench/rank_launcher.h"
 #include "include/nccl_lamport.h"
+#include "tests/gpu/activation_mode.h"
 #include "tests/gpu/shared_gpu.h"
 
 namespace nccl_lamport {
@@ -65,6 +66,10 @@ int ncclErrorAnswersTheNextCall(ncclComm_t comm, cudaStream_t stream, void* smal
   ncclLamportGetAllReducePath(comm, kLargeCount, ncclFloat32, ncclSum, &path);
   if (path != ncclLamportPathNccl) return fail(report, "the large call would not go to NCCL");
   const ncclResult_t issued = ncclAllReduce(large, large, kLargeCount, ncclFloat32, ncclSum, comm, stream);
+  // NCCL's own state: pncclCommGetAsyncError, which the interposer does not wrap. In tuner
+  // activation it is the hooked ncclCommGetAsyncError itself; our wrapper adds only a Lamport
+  // kernel's error, and this rank's Lamport calls all ended cleanly before the fault, so the
+  // answer is still NCCL's.
   const auto getAsyncError = reinterpret_cast<decltype(&ncclCommGetAsyncError)>(pncclCommGetAsyncError);
   ncclResult_t ncclState = issued;
   const Clock::time_point start = Clock::now();
@@ -110,6 +115,8 @@ int faultRank(RankContext& ctx, int gpus, bool shared, int signal, bool ncclFirs
   }
   ncclComm_t comm = nullptr;
   if (ncclCommInitRank(&comm, ctx.nRanks, ctx.uniqueId(), ctx.rank) != ncclSuccess) return fail(report, "init failed");
+  const std::string activationProblem = activationProblemAfterInit();  // tuner build: NCCL loaded our tuner
+  if (!activationProblem.empty()) return fail(report, activationProblem);
   ncclLamportPath_t path = ncclLamportPathNccl;
   if (ncclLamportGetAllReducePath(comm, kCount, ncclBfloat16, ncclSum, &path) != ncclSuccess ||
       path != ncclLamportPathOneShot) {
@@ -173,6 +180,10 @@ void runFault(int signal, const char* kind, bool ncclFirst = false) {
   const bool shared = sharedGpuMode();
   const std::string skip = forkedRankSkipReason(2, gpus, shared);
   if (!skip.empty()) GTEST_SKIP() << skip;
+  if (tunerActivation()) {  // a misconfigured run of the tuner build fails: it would test nothing
+    const std::string problem = tunerActivationEnvProblem();
+    ASSERT_TRUE(problem.empty()) << problem;
+  }
   RankLaunch launch = launchRanks(
       2, sizeof(FaultReport), 120, [](ncclUniqueId* id) { return ncclGetUniqueId(id); },
       [&](RankContext& ctx) { return faultRank(ctx, gpus, shared, signal, ncclFirst); });

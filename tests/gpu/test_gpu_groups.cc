@@ -7,7 +7,7 @@
 // same group must still complete, on the same communicator and on another one.
 //
 // Every test checks each allreduce against the fp64 reference and against NCCL's own result
-// (pncclAllReduce, eager rounds and the first/last replay), bit-identical across ranks; every
+// (ncclOwnAllReduce, eager rounds and the first/last replay), bit-identical across ranks; every
 // allgather and send/recv byte for byte (allgather results also across ranks); outputs poisoned
 // and inputs fresh for every round. It also shows acceleration, not just correctness:
 // ncclLamportGetAllReducePath is checked before every call (Harness::allReduce), and each
@@ -245,7 +245,7 @@ class Round {
   void issueReferences() {
     for (size_t i = 0; i < calls_.size(); ++i) {
       const ncclResult_t rc = calls_[i]->issueReference();
-      if (rc != ncclSuccess) failf(*c_.h[0], "%s: pncclAllReduce (reference) returned %d", name_.c_str(), rc);
+      if (rc != ncclSuccess) failf(*c_.h[0], "%s: NCCL's own allreduce (reference) returned %d", name_.c_str(), rc);
     }
   }
 

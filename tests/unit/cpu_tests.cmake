@@ -32,6 +32,13 @@ target_include_directories(test_shared_gpu PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(test_shared_gpu PRIVATE GTest::gtest_main)
 gtest_discover_tests(test_shared_gpu PROPERTIES LABELS cpu DISCOVERY_TIMEOUT 60)
 
+# The tuner-activation build's environment rule (tests/gpu/activation_mode.h): no GPU, no NCCL.
+add_executable(test_activation_mode ${CMAKE_CURRENT_LIST_DIR}/test_activation_mode.cc
+                                    ${CMAKE_CURRENT_LIST_DIR}/../gpu/activation_mode.cc)
+target_include_directories(test_activation_mode PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(test_activation_mode PRIVATE GTest::gtest_main)
+gtest_discover_tests(test_activation_mode PROPERTIES LABELS cpu DISCOVERY_TIMEOUT 60)
+
 # The communicator registry and the teardown entry points, directly (no NCCL, no GPU): linked
 # against lamport_internal, the library the shared object links.
 add_executable(test_comm_registry ${CMAKE_CURRENT_LIST_DIR}/test_comm_registry.cc)
