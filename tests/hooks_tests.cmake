@@ -67,6 +67,12 @@ set_tests_properties(shim_tuner_activation.lognames PROPERTIES LABELS cpu TIMEOU
   ENVIRONMENT "NCCL_TUNER_PLUGIN=${PROJECT_BINARY_DIR}/lib/libnccl-tuner-lamport.so;NCCL_DEBUG=INFO"
   PASS_REGULAR_EXPRESSION "PASS lognames")
 
+# Issue 9 point 5: NCCL ranks against the rendezvous order; the info reports NCCL's rank.
+add_test(NAME shim_tuner_activation.reversed COMMAND shim_tuner_activation reversed)
+set_tests_properties(shim_tuner_activation.reversed PROPERTIES LABELS cpu TIMEOUT 120
+  ENVIRONMENT "NCCL_TUNER_PLUGIN=${PROJECT_BINARY_DIR}/lib/libnccl-tuner-lamport.so"
+  PASS_REGULAR_EXPRESSION "PASS reversed")
+
 # ctypes (pynccl's way): a CDLL handle and a function object taken before the first init.
 find_program(PYTHON3 python3)
 if(PYTHON3)

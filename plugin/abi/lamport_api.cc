@@ -36,7 +36,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclLamportGetCommInfo(ncclComm_t comm, ncclLam
   info->known = 1;
   info->eligible = lc->eligible ? 1 : 0;
   info->nRanks = lc->nRanks;
-  info->rank = lc->rank;
+  info->rank = lc->reportedRank();
   info->workspaceBytes = lc->eligible ? lc->local.size() : 0;
   info->oneShotMaxBytes = lc->eligible ? lc->table.oneShotMaxBytes : 0;
   info->lamportCalls = lc->lamportCalls.load(std::memory_order_relaxed);

@@ -15,10 +15,10 @@ ncclResult_t lamportAsyncError(LamportComm& lc) {
     if (error == kLamportTimedOut) {
       LAMPORT_WARN("comm %p rank %d: a Lamport allreduce kernel waited %llu ms for its peers and gave up "
                    "(NCCL_LAMPORT_TIMEOUT_MS); the communicator is in error, abort it",
-                   static_cast<void*>(lc.comm), lc.rank, static_cast<unsigned long long>(globalConfig().timeoutMs));
+                   static_cast<void*>(lc.comm), lc.reportedRank(), static_cast<unsigned long long>(globalConfig().timeoutMs));
     } else {
       LAMPORT_WARN("comm %p rank %d: a Lamport allreduce kernel stopped because the communicator was aborted",
-                   static_cast<void*>(lc.comm), lc.rank);
+                   static_cast<void*>(lc.comm), lc.reportedRank());
     }
   }
   return ncclRemoteError;

@@ -31,7 +31,14 @@ struct LamportHostFlags {
 
 struct LamportComm {
   ncclComm_t comm = nullptr;
+  /** This rank's Lamport slot: its place in the workspace exchange, the index the kernels and the
+   *  peer mapping use. NCCL's rank under LD_PRELOAD; under tuner activation the rendezvous order
+   *  (host, pid), the same on every rank but not necessarily NCCL's numbering. */
   int rank = -1;
+  /** NCCL's rank of this communicator (ncclCommUserRank), -1 until known. */
+  int ncclRank = -1;
+  /** The rank users see, in logs and ncclLamportGetCommInfo: NCCL's where known, else the slot. */
+  int reportedRank() const { return ncclRank >= 0 ? ncclRank : rank; }
   int nRanks = 0;
   int cudaDev = -1;
   /** Compute capability * 10 + minor of cudaDev (0 when the set-up never read it); for logs. */

@@ -112,7 +112,7 @@ void releaseCommEntry(std::shared_ptr<LamportComm> lc, bool aborting) {
   if (lc == nullptr) return;
   const ncclComm_t comm = lc->comm;
   LAMPORT_INFO(kSubsysInit, "comm %p rank %d: %llu allreduce calls ran on Lamport kernels, %llu went to NCCL",
-               static_cast<void*>(comm), lc->rank, static_cast<unsigned long long>(lc->lamportCalls.load()),
+               static_cast<void*>(comm), lc->reportedRank(), static_cast<unsigned long long>(lc->lamportCalls.load()),
                static_cast<unsigned long long>(lc->ncclCalls.load()));
   if (!lc->eligible) return;
   // An abort must return promptly (our kernels stop within microseconds once the flag is set);
@@ -123,7 +123,7 @@ void releaseCommEntry(std::shared_ptr<LamportComm> lc, bool aborting) {
   if (!waitForOwnWork(*lc, waitMs)) {
     LAMPORT_WARN("comm %p rank %d: its Lamport kernels on cudaDev %d still run after %llu ms; keeping its workspace "
                  "(%zu bytes) mapped rather than freeing memory a kernel may still use",
-                 static_cast<void*>(comm), lc->rank, lc->cudaDev, static_cast<unsigned long long>(waitMs),
+                 static_cast<void*>(comm), lc->reportedRank(), lc->cudaDev, static_cast<unsigned long long>(waitMs),
                  lc->local.size());
     std::lock_guard<std::mutex> lock(gLeakedMutex);
     gLeaked.push_back(std::move(lc));

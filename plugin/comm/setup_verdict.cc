@@ -87,11 +87,11 @@ void logCommVerdict(const LamportComm& lc) {
     LAMPORT_INFO(kSubsysInit,
                  "comm %p rank %d nRanks %d cudaDev %d sm_%d: Lamport one-shot ON for float32/float16/bfloat16 "
                  "sum/avg up to %zu bytes; workspace %zu bytes (3 buffers x %d slots x %zu bytes)",
-                 static_cast<void*>(lc.comm), lc.rank, lc.nRanks, lc.cudaDev, lc.smArch, lc.table.oneShotMaxBytes,
+                 static_cast<void*>(lc.comm), lc.reportedRank(), lc.nRanks, lc.cudaDev, lc.smArch, lc.table.oneShotMaxBytes,
                  lc.local.size(), lc.nRanks - 1, lc.launchTemplate.layout.slotBytes);
   } else {
     LAMPORT_INFO(kSubsysInit, "comm %p rank %d nRanks %d cudaDev %d: Lamport OFF, every call goes to NCCL: %s",
-                 static_cast<void*>(lc.comm), lc.rank, lc.nRanks, lc.cudaDev, lc.reason.c_str());
+                 static_cast<void*>(lc.comm), lc.reportedRank(), lc.nRanks, lc.cudaDev, lc.reason.c_str());
   }
 }
 

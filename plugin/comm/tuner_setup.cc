@@ -109,9 +109,10 @@ void setUpAtTunerInit(const TunerCommInfo& comm, const void* contextSlot) {
     }
     // The handle is not known here (NCCL has not returned it yet): this line names the
     // communicator by NCCL's commId, and the verdict line naming the handle comes at bind time.
-    // rank (the place in the exchange) and cudaDev only where the set-up learnt them.
+    // The Lamport slot (the place in the rendezvous order; NCCL's rank is not known yet) and
+    // cudaDev only where the set-up learnt them.
     std::string where;
-    if (lc->rank >= 0) where += " rank " + std::to_string(lc->rank);
+    if (lc->rank >= 0) where += " Lamport slot " + std::to_string(lc->rank);
     where += " nRanks " + std::to_string(comm.nRanks);
     if (lc->cudaDev >= 0) where += " cudaDev " + std::to_string(lc->cudaDev);
     LAMPORT_INFO(kSubsysInit, "tuner activation: commId 0x%016llx%s: %s%s; its handle is named at its first call",
@@ -174,7 +175,9 @@ bool bindCommToTunerSetUp(ncclComm_t comm) {
     return true;
   }
   lc->comm = comm;
-  if (lc->rank < 0) REAL_NCCL(ncclCommUserRank)(comm, &lc->rank);
+  // The slot is the rendezvous order; users know the communicator by NCCL's rank.
+  if (REAL_NCCL(ncclCommUserRank)(comm, &lc->ncclRank) != ncclSuccess) lc->ncclRank = -1;
+  if (lc->rank < 0) lc->rank = lc->ncclRank;
   if (lc->cudaDev < 0) lc->cudaDev = device;  // a set-up that never got a device (multi-node)
   logCommVerdict(*lc);  // the first line that can name the handle
   CommRegistry::instance().insert(std::move(lc));

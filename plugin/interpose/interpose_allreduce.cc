@@ -68,7 +68,7 @@ void orderAfterPreviousCall(LamportComm& lc, cudaStream_t stream, unsigned long 
       LAMPORT_INFO(kSubsysColl,
                    "comm %p rank %d: allreduce calls alternate between streams that cannot be ordered "
                    "(%s); order them yourself (events) or use one stream per communicator",
-                   static_cast<void*>(lc.comm), lc.rank,
+                   static_cast<void*>(lc.comm), lc.reportedRank(),
                    err == cudaErrorNotSupported ? "different stream captures" : cudaGetErrorString(err));
     }
   }
@@ -121,14 +121,14 @@ ncclResult_t launchLamport(LamportComm& lc, AllReducePath path, const void* send
     }
   }
   if (err != cudaSuccess) {
-    LAMPORT_WARN("comm %p rank %d: Lamport kernel launch failed: %s", static_cast<void*>(lc.comm), lc.rank,
+    LAMPORT_WARN("comm %p rank %d: Lamport kernel launch failed: %s", static_cast<void*>(lc.comm), lc.reportedRank(),
                  cudaGetErrorString(err));
     return ncclUnhandledCudaError;
   }
   lc.lamportCalls.fetch_add(1, std::memory_order_relaxed);
   // Like NCCL's own per-collective line: INFO, subsystem COLL (NCCL_DEBUG_SUBSYS=COLL shows it).
   LAMPORT_INFO(kSubsysColl, "AllReduce comm %p rank %d count %zu datatype %d op %d stream %p: Lamport %s",
-               static_cast<void*>(lc.comm), lc.rank, count, static_cast<int>(datatype), static_cast<int>(op),
+               static_cast<void*>(lc.comm), lc.reportedRank(), count, static_cast<int>(datatype), static_cast<int>(op),
                static_cast<void*>(stream), path == AllReducePath::kLamportTwoShot ? "two-shot" : "one-shot");
   return ncclSuccess;
 }

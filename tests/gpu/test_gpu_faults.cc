@@ -71,7 +71,13 @@ int ncclErrorAnswersTheNextCall(ncclComm_t comm, cudaStream_t stream, void* smal
   // kernel's error, and this rank's Lamport calls all ended cleanly before the fault, so the
   // answer is still NCCL's.
   const auto getAsyncError = reinterpret_cast<decltype(&ncclCommGetAsyncError)>(pncclCommGetAsyncError);
-  ncclResult_t ncclState = issued;
+  // The premise is NCCL's communicator state, not the large call's own result: NCCL may fail
+  // that call at once (its connection to the dead peer is made in the call) before, or without,
+  // marking the communicator failed; only a marked communicator makes NCCL refuse the next call.
+  // (Seen in tuner activation on one H200: the large call returned ncclRemoteError at once, and
+  // the small call then took the Lamport path as stock NCCL would have taken it.)
+  (void)issued;
+  ncclResult_t ncclState = ncclSuccess;
   const Clock::time_point start = Clock::now();
   while (ncclState == ncclSuccess && since(start) < 30) {
     if (getAsyncError(comm, &ncclState) != ncclSuccess) ncclState = ncclInternalError;

@@ -277,6 +277,36 @@ static void lognames(void) {
   }
 }
 
+/* Issue 9 point 5 (found on one H200: CommKinds.SplitOneColorReversedRanks in tuner mode): the
+ * rendezvous orders the ranks by host and pid, so a communicator whose NCCL ranks run against
+ * that order gets Lamport slots that differ from its NCCL ranks. The per-communicator info must
+ * still report NCCL's rank. The first child forked (the lower pid) takes NCCL rank 1. */
+static void reversed(void) {
+  const int tag = (int)getpid();
+  int fds[2];
+  CHECK(pipe(fds) == 0, "pipe");
+  for (int child = 0; child < 2; ++child) {
+    if (fork() == 0) {
+      close(fds[0]);
+      const int rank = 1 - child;
+      ncclComm_t comm = createRanked(tag, 2, rank);
+      float x = 0;
+      CHECK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess, "allreduce");
+      const ncclLamportCommInfo_t info = infoOf(comm);
+      CHECK(info.known == 1, "rank %d: not known", rank);
+      CHECK(info.rank == rank, "NCCL rank %d: the info says rank %d", rank, info.rank);
+      CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy");
+      _exit(0);
+    }
+  }
+  close(fds[1]);
+  int status = 0;
+  for (int r = 0; r < 2; ++r) {
+    wait(&status);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a rank failed");
+  }
+}
+
 int main(int argc, char** argv) {
   CHECK(argc >= 2, "usage: %s reach|cycles N|threads|untouched", argv[0]);
   CHECK(getenv("NCCL_TUNER_PLUGIN") != NULL, "NCCL_TUNER_PLUGIN unset");
@@ -287,6 +317,7 @@ int main(int argc, char** argv) {
   else if (strcmp(argv[1], "pair") == 0) pair(2);
   else if (strcmp(argv[1], "alone") == 0) pair(1);
   else if (strcmp(argv[1], "lognames") == 0) lognames();
+  else if (strcmp(argv[1], "reversed") == 0) reversed();
   else CHECK(0, "unknown scenario %s", argv[1]);
   printf("PASS %s\n", argv[1]);
   return 0;
