@@ -1,5 +1,6 @@
 #include "bench/loopback_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -83,7 +84,8 @@ std::string formatLoopbackHeader(const LoopbackInfo& info, const std::vector<Loo
 std::string formatLoopbackTable(const std::vector<LoopbackVariant>& variants, const std::vector<LoopbackRow>& rows,
                                 const BenchOptions& options) {
   std::string out;
-  const size_t width = 13;  // the longest variant name plus a space
+  size_t width = 13;  // at least "12345.67" wide; wider where a variant's name is longer
+  for (const LoopbackVariant& v : variants) width = std::max(width, v.name.size() + 1);
   auto table = [&](const char* mode, bool graph) {
     std::string head = "#" + padLeft("bytes", 10) + padLeft("mode", 7);
     for (const LoopbackVariant& v : variants) head += padLeft(v.name, width);
