@@ -81,7 +81,11 @@ if(TARGET nccl-lamport AND TARGET lamport_launcher)
   endfunction()
 
   foreach(pattern multiprocess errors singleprocess threads lifecycle groups comm_kinds)
-    lamport_gpu_objects(test_gpu_${pattern}_objects ${CMAKE_CURRENT_LIST_DIR}/test_gpu_${pattern}.cc)
+    set(sources ${CMAKE_CURRENT_LIST_DIR}/test_gpu_${pattern}.cc)
+    if(pattern STREQUAL "comm_kinds")  # one executable, two files (non-blocking comms apart)
+      list(APPEND sources ${CMAKE_CURRENT_LIST_DIR}/test_gpu_comm_kinds_nonblocking.cc)
+    endif()
+    lamport_gpu_objects(test_gpu_${pattern}_objects ${sources})
     set(objects $<TARGET_OBJECTS:test_gpu_${pattern}_objects> $<TARGET_OBJECTS:lamport_gpu_test_support>)
     lamport_gpu_executable(test_gpu_${pattern} linked gtest ${objects})
     # The in-process patterns stay linked-only: tuner activation is process-wide either way, and
