@@ -1,7 +1,4 @@
 // NCCL's own allreduce result, the suite's reference (SPEC 7: compare against NCCL itself).
-#include <chrono>
-#include <thread>
-
 #include "tests/gpu/activation_mode.h"
 #include "tests/gpu/gpu_test_support.h"
 
@@ -11,16 +8,7 @@ namespace {
 
 /** On a non-blocking communicator a call may return ncclInProgress; the next call on it waits
  *  until NCCL reports the state settled (bounded: a stuck comm is then the reduce's error). */
-ncclResult_t settle(ncclResult_t rc, ncclComm_t comm) {
-  if (rc != ncclInProgress) return rc;
-  const auto start = std::chrono::steady_clock::now();
-  ncclResult_t state = ncclInProgress;
-  while (state == ncclInProgress && std::chrono::steady_clock::now() - start < std::chrono::seconds(120)) {
-    if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) return ncclInternalError;
-    if (state == ncclInProgress) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return state;
-}
+ncclResult_t settle(ncclResult_t rc, ncclComm_t comm) { return rc == ncclInProgress ? pollAsyncError(comm, 120) : rc; }
 
 }  // namespace
 
