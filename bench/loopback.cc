@@ -96,11 +96,18 @@ class LoopbackWorld {
     a.triggerAfterWait = v.triggerAfterWait;
     a.blockThreads = v.baseline ? 0 : v.blockThreads;
     a.disablePdl = v.pdl ? 0 : 1;
+    a.vectorsPerThread = v.vectorsPerThread;
+    a.fastPass = static_cast<LamportFastPass>(v.fastPass);
     // All N ranks' grids (and, with PDL, each stream's early-launched next grid) must be resident
-    // at once, or a rank waits on a peer's block that cannot get an SM.
-    const int resident = lamportOneShotResidentBlocks(a);
-    const int grids = (!v.baseline && v.pdl) ? 2 * nRanks_ : nRanks_;
-    a.maxBlocks = std::max(1, resident / grids);
+    // at once, or a rank waits on a peer's block that cannot get an SM. kFast and the two-shot
+    // take a share of the device per launch, counted for the kernel the launcher picks (the
+    // single-pass one holds more blocks); the baseline a block count.
+    if (v.baseline) {
+      a.maxBlocks = std::max(1, lamportOneShotResidentBlocks(a) / nRanks_);
+    } else {
+      const int grids = v.pdl ? 2 * nRanks_ : nRanks_;
+      a.residencyShare = std::max(v.residencyShare > 0 ? v.residencyShare : kLamportResidencyShare, grids);
+    }
     return a;
   }
 
@@ -289,7 +296,7 @@ int runLoopback(const BenchOptions& options, int nRanks, const std::vector<std::
   info.driverRelease = driverRelease;
   info.timestampUtc = timestampUtc;
   info.hostname = hostname;
-  const std::vector<LoopbackVariant> variants = loopbackVariants(nRanks);
+  const std::vector<LoopbackVariant> variants = loopbackVariants(nRanks, options.dtype);
   std::vector<LoopbackRow> rows;
   bool ok = true;
   try {

@@ -25,11 +25,16 @@ std::string padLeft(const std::string& text, size_t width) {
 
 }  // namespace
 
-std::vector<LoopbackVariant> loopbackVariants(int nRanks) {
+std::vector<LoopbackVariant> loopbackVariants(int nRanks, DType dtype) {
   std::vector<LoopbackVariant> v;
   v.push_back({"baseline", true, false, 0, false});
   v.push_back({"fast", false, false, 0, true});
   v.push_back({"fast-nopdl", false, false, 0, false});
+  // The grid-strided kernel at every size (the default of session 4's call 3): what the single-pass
+  // kernel, used where its grid holds the message, is worth.
+  LoopbackVariant strided{"fast-strided", false, false, 0, true};
+  strided.fastPass = 1;
+  v.push_back(strided);
   v.push_back({"fast-t256", false, false, 256, true});
   v.push_back({"fast-t512", false, false, 512, true});
   // Smaller blocks for the small-message floor: fewer warps to launch, retire and synchronise.
@@ -43,6 +48,19 @@ std::vector<LoopbackVariant> loopbackVariants(int nRanks) {
   v.push_back({"fast-share8-early", false, false, 0, true, 8, -1});
   v.push_back({"fast-share4-early", false, false, 0, true, 4, -1});
   v.push_back({"fast-late", false, false, 0, true, 0, 1});
+  // More vectors per data thread than the shipped 1 (kernels/lamport_oneshot_variants.cu, bf16 only):
+  // K = 4 at 2 ranks and 2 at 4 were the default until session 4.
+  if (dtype == DType::kBf16 && (nRanks == 2 || nRanks == 4 || nRanks == 8)) {
+    for (int k : nRanks == 8 ? std::vector<int>{2} : std::vector<int>{2, 4}) {
+      LoopbackVariant shape{"fast-k" + std::to_string(k), false, false, 0, true};
+      shape.vectorsPerThread = k;
+      v.push_back(shape);
+    }
+    // The single-pass kernel without its block barrier (LamportFastPass::kSinglePassNoBarrier).
+    LoopbackVariant noBarrier{"fast-1pass-nobar", false, false, 0, true};
+    noBarrier.fastPass = 3;
+    v.push_back(noBarrier);
+  }
   if (nRanks >= 4) {
     v.push_back({"twoshot", false, true, 0, true});
     v.push_back({"twoshot-share8-early", false, true, 0, true, 8, -1});

@@ -28,6 +28,8 @@ struct LoopbackVariant {
   int residencyShare = 0;  // kFast: 1/share of the device per launch; 0 = the launcher's default
   int triggerAfterWait = 0;  // kFast/kTwoShot, PDL's launch_dependents: 0 = the launcher's choice,
                              // > 0 = only after the waits (late), < 0 = early
+  int vectorsPerThread = 0;  // kFast A/B shape (LamportOneShotArgs): 0 = shipped (1); bf16 only
+  int fastPass = 0;          // kFast: a LamportFastPass value, 0 = the launcher's choice (kAuto)
 };
 
 /**
@@ -36,9 +38,12 @@ struct LoopbackVariant {
  * residency bound of issue 10.1 (fast-nobound: what the bound costs), the earlier default (an
  * eighth of the device, early PDL trigger: fast-share8-early), a quarter with the early trigger
  * (fast-share4-early), the late trigger always (fast-late), and two-shot (default and
- * twoshot-share8-early) where nRanks >= 4.
+ * twoshot-share8-early) where nRanks >= 4. For bf16 at 2, 4 and 8 ranks also the kernel shapes
+ * of kernels/lamport_oneshot_variants.cu: more vectors per data thread (fast-k2, fast-k4) and the
+ * single-pass kernel without its block barrier (fast-1pass-nobar). fast-strided: the grid-strided
+ * kernel at every size (LamportFastPass::kGridStrided).
  */
-[[nodiscard]] std::vector<LoopbackVariant> loopbackVariants(int nRanks);
+[[nodiscard]] std::vector<LoopbackVariant> loopbackVariants(int nRanks, DType dtype = DType::kBf16);
 
 /** One message size: per variant, us per call (MAX over ranks, median over reps); NaN = not run. */
 struct LoopbackRow {

@@ -32,8 +32,9 @@ enum LamportError : uint32_t { kLamportOk = 0, kLamportTimedOut = 1, kLamportAbo
  *   kFast:     programmatic dependent launch on sm_90+ (griddepcontrol.wait before the rotation
  *              state or sendbuff is read, launch_dependents after the pushes); the arrival count
  *              and rotation update on a dedicated control warp (one acq_rel atomic per block, no
- *              fence on a data thread); the abort flag read by one lane per warp; several vectors
- *              per thread with all their polls in flight at once; 128 data threads per block by
+ *              fence on a data thread); the abort flag read by one lane per warp; one vector
+ *              per data thread at a time (more, with all their polls in flight together, are
+ *              A/B shapes: LamportOneShotArgs::vectorsPerThread); 128 data threads per block by
  *              default; at most 1/kLamportResidencyShare of the device per launch (issue 10.1),
  *              the late PDL trigger above 1/kLamportEarlyTriggerShare of it.
  *   kBaseline: 512-thread blocks, full-residency grid, no PDL, fence + atomic arrival on thread 0
@@ -45,6 +46,17 @@ enum LamportError : uint32_t { kLamportOk = 0, kLamportTimedOut = 1, kLamportAbo
  *              vectors of the message, which may then be up to about nRanks / 2 slots).
  */
 enum class LamportKernelVariant : int { kFast = 0, kBaseline = 1, kTwoShot = 2 };
+
+/**
+ * How a kFast grid walks the message. kGridStrided: any grid, vectors grid-strided. kSinglePass:
+ * a grid with one vector per data thread for the whole message, so the kernel has no grid-stride
+ * loop (10 KB of code against 17 KB at 2 ranks: 0.1 us a call less up to 32 KB on one H200,
+ * docs/results-loopback-1xh200.md, session 4). kAuto, the default: kSinglePass where such a grid
+ * fits the residency bound, else kGridStrided. kSinglePassNoBarrier (A/B, bf16 at 2, 4, 8 ranks):
+ * kSinglePass with every thread reading the rotation state itself instead of a block barrier
+ * (measured slower).
+ */
+enum class LamportFastPass : int { kAuto = 0, kGridStrided = 1, kSinglePass = 2, kSinglePassNoBarrier = 3 };
 
 /**
  * One launch takes at most 1/kLamportResidencyShare of the blocks the device holds at once, so
@@ -115,6 +127,15 @@ struct LamportOneShotArgs {
                          // Late: once all its data threads have their peers' data. 0 = the launcher
                          // decides (early up to 1/kLamportEarlyTriggerShare of the device, else
                          // late); > 0 = always late, < 0 = always early (A/B and tests only)
+  int vectorsPerThread;  // kFast, A/B only: vectors a data thread keeps in registers and polls
+                         // together; 0 or 1 = the shipped kernel. 2 and 4 exist for bf16 at 2, 4
+                         // and 8 ranks only (kernels/lamport_oneshot_variants.cu), else
+                         // cudaErrorInvalidValue
+  LamportFastPass fastPass;  // kFast with vectorsPerThread 0 or 1: kAuto (0) = kSinglePass where its
+                             // grid holds the message, else kGridStrided; kSinglePass means the same;
+                             // kGridStrided always; kSinglePassNoBarrier (A/B, bf16 at 2, 4, 8 ranks
+                             // only) where its grid holds the message. Anything else, or a value other
+                             // than kAuto for another variant or shape: cudaErrorInvalidValue
 };
 
 /**
@@ -135,8 +156,10 @@ cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t st
 int lamportOneShotGridBlocks(const LamportOneShotArgs& args);
 
 /**
- * Blocks of the args' kernel variant (datatype, op, nRanks, variant, blockThreads) the current
- * device holds at once (occupancy x SMs); 0 for invalid args. Cached per device and variant.
+ * Blocks of the args' kernel variant (datatype, op, nRanks, variant, blockThreads; for kFast its
+ * grid-strided kernel, whose count is the smaller) the current device holds at once (occupancy x
+ * SMs); 0 for invalid args. Cached per device and variant. To share one GPU between N grids of any
+ * kFast kernel, set residencyShare >= N rather than maxBlocks from this count.
  */
 int lamportOneShotResidentBlocks(const LamportOneShotArgs& args);
 

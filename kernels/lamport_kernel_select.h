@@ -12,4 +12,37 @@ using LamportKernelFn = void (*)(const LamportOneShotArgs);
 /** The two-shot kernel for (datatype, op, nRanks); null for an unknown datatype or op. */
 LamportKernelFn selectTwoShotKernel(LamportDataType datatype, LamportReduceOp op, int nRanks);
 
+/**
+ * Vectors a kFast data thread keeps in registers and polls together, as shipped: 1 at every nRanks.
+ * Measured on one H200 (docs/results-loopback-1xh200.md, session 4 call 2, loopback graph bf16):
+ * at 2 ranks 4 vectors a thread (96 registers, 54 KB of code) took 1.92 us at 8 B and 7.74 at
+ * 2 MB, 1 vector (50 registers, 17 KB) 1.47 and 6.68, and 1 was as fast or faster at every size
+ * from 8 B to 2 MB at 2 and 4 ranks; the larger code of the unrolled loops costs more than the
+ * overlapped polls gain.
+ */
+constexpr int lamportFastVectorsPerThread(int /*nRanks*/) { return 1; }
+
+/**
+ * A/B shapes of the kFast one-shot kernel per unrolled nRanks (lamport_oneshot_variants.cu): up to
+ * 3 with more vectors per thread, then the single-pass kernel without the block barrier.
+ */
+constexpr int kLamportFastShapeSlots = 4;
+
+/**
+ * The kFast one-shot kernel with vectorsPerThread vectors per data thread
+ * (LamportOneShotArgs::vectorsPerThread), for the A/B shapes lamport_oneshot_variants.cu
+ * instantiates (bf16, sum and avg, 2, 4 and 8 ranks). *slot gets 1..kLamportFastShapeSlots (its
+ * index among the shapes of that nRanks, for the launcher's grid-limit cache). Null when that
+ * shape is not built.
+ */
+LamportKernelFn selectFastKernelShape(LamportDataType datatype, LamportReduceOp op, int nRanks, int vectorsPerThread,
+                                      int* slot);
+
+/**
+ * The A/B single-pass kFast kernel without the block barrier (LamportFastPass
+ * kSinglePassNoBarrier, one vector per data thread) for bf16, sum and avg, 2, 4 and 8 ranks
+ * (lamport_oneshot_variants.cu); null otherwise.
+ */
+LamportKernelFn selectFastNoBarrierKernel(LamportDataType datatype, LamportReduceOp op, int nRanks);
+
 }  // namespace nccl_lamport

@@ -20,7 +20,9 @@ namespace nccl_lamport {
   LAMPORT_ONESHOT_FOR_EACH_NRANKS(X, T, LamportReduceOp::kAvg)
 #define LAMPORT_ONESHOT_INSTANTIATE(T, OP, N)                                                        \
   template __global__ void lamportOneShotKernel<T, OP, N>(const __grid_constant__ LamportOneShotArgs); \
-  template __global__ void lamportOneShotFastKernel<T, OP, N>(const __grid_constant__ LamportOneShotArgs);
+  template __global__ void lamportOneShotFastKernel<T, OP, N>(const __grid_constant__ LamportOneShotArgs); \
+  template __global__ void lamportOneShotFastKernel<T, OP, N, 1, LamportFastPass::kSinglePass>(        \
+      const __grid_constant__ LamportOneShotArgs);
 LAMPORT_ONESHOT_FOR_EACH_OP(LAMPORT_ONESHOT_INSTANTIATE, float)
 LAMPORT_ONESHOT_FOR_EACH_OP(LAMPORT_ONESHOT_INSTANTIATE, __half)
 LAMPORT_ONESHOT_FOR_EACH_OP(LAMPORT_ONESHOT_INSTANTIATE, __nv_bfloat16)
@@ -49,48 +51,54 @@ bool layoutValid(const LamportLayout& layout) {
          layout.slotBytes <= UINT32_MAX - (kLamportVectorBytes - 1);
 }
 
+/** kFast's single-pass kernel (LamportFastPass::kSinglePass) rather than its grid-strided one. */
+constexpr bool kSinglePassKernel = true;
+
 template <typename T, LamportReduceOp OP, int N>
-OneShotKernel kernelFor(LamportKernelVariant variant) {
-  return variant == LamportKernelVariant::kBaseline ? lamportOneShotKernel<T, OP, N>
-                                                    : lamportOneShotFastKernel<T, OP, N>;
+OneShotKernel kernelFor(LamportKernelVariant variant, bool singlePass) {
+  if (variant == LamportKernelVariant::kBaseline) return lamportOneShotKernel<T, OP, N>;
+  return singlePass ? lamportOneShotFastKernel<T, OP, N, 1, LamportFastPass::kSinglePass>
+                    : lamportOneShotFastKernel<T, OP, N>;
 }
 
 template <typename T, LamportReduceOp OP>
-OneShotKernel selectForRanks(int nRanks, LamportKernelVariant variant) {
+OneShotKernel selectForRanks(int nRanks, LamportKernelVariant variant, bool singlePass) {
   switch (nRanks) {
     case 2:
-      return kernelFor<T, OP, 2>(variant);
+      return kernelFor<T, OP, 2>(variant, singlePass);
     case 4:
-      return kernelFor<T, OP, 4>(variant);
+      return kernelFor<T, OP, 4>(variant, singlePass);
     case 8:
-      return kernelFor<T, OP, 8>(variant);
+      return kernelFor<T, OP, 8>(variant, singlePass);
     default:  // unrolled: 2, 4, 8; everything else up to kLamportMaxRanks: generic
-      return kernelFor<T, OP, 0>(variant);
+      return kernelFor<T, OP, 0>(variant, singlePass);
   }
 }
 
 template <typename T>
-OneShotKernel selectForOp(LamportReduceOp op, int nRanks, LamportKernelVariant variant) {
+OneShotKernel selectForOp(LamportReduceOp op, int nRanks, LamportKernelVariant variant, bool singlePass) {
   switch (op) {
     case LamportReduceOp::kSum:
-      return selectForRanks<T, LamportReduceOp::kSum>(nRanks, variant);
+      return selectForRanks<T, LamportReduceOp::kSum>(nRanks, variant, singlePass);
     case LamportReduceOp::kAvg:
-      return selectForRanks<T, LamportReduceOp::kAvg>(nRanks, variant);
+      return selectForRanks<T, LamportReduceOp::kAvg>(nRanks, variant, singlePass);
   }
   return nullptr;
 }
 
+/** The kernel of (datatype, op, nRanks, variant); singlePass: kFast's single-pass kernel. */
 OneShotKernel selectKernel(LamportDataType datatype, LamportReduceOp op, int nRanks,
-                           LamportKernelVariant variant = LamportKernelVariant::kBaseline) {
-  if (variant == LamportKernelVariant::kTwoShot) return selectTwoShotKernel(datatype, op, nRanks);
+                           LamportKernelVariant variant = LamportKernelVariant::kBaseline, bool singlePass = false) {
+  if (variant == LamportKernelVariant::kTwoShot) return singlePass ? nullptr : selectTwoShotKernel(datatype, op, nRanks);
   if (variant != LamportKernelVariant::kBaseline && variant != LamportKernelVariant::kFast) return nullptr;
+  if (singlePass && variant != LamportKernelVariant::kFast) return nullptr;
   switch (datatype) {
     case LamportDataType::kFloat32:
-      return selectForOp<float>(op, nRanks, variant);
+      return selectForOp<float>(op, nRanks, variant, singlePass);
     case LamportDataType::kFloat16:
-      return selectForOp<__half>(op, nRanks, variant);
+      return selectForOp<__half>(op, nRanks, variant, singlePass);
     case LamportDataType::kBFloat16:
-      return selectForOp<__nv_bfloat16>(op, nRanks, variant);
+      return selectForOp<__nv_bfloat16>(op, nRanks, variant, singlePass);
   }
   return nullptr;
 }
@@ -98,19 +106,32 @@ OneShotKernel selectKernel(LamportDataType datatype, LamportReduceOp op, int nRa
 /** Block sizes a launch may use, as an index of the grid-limit cache: 32..512 in steps of 32. */
 constexpr int kThreadSlots = kLamportFastMaxThreads / 32;
 
+/** Kernels per (datatype, op, unrolled nRanks) in the grid-limit cache: the 3 variants + kFast's single pass. */
+constexpr int kKernelsPerSlot = 4;
+
 /**
- * Index of a kernel in the grid-limit cache: datatype x op x unrolled nRanks x kernel variant x
- * data threads per block (the baseline always has 512).
+ * Index of a kernel in the grid-limit cache: datatype x op x unrolled nRanks x kernel (variant,
+ * or kFast's single-pass kernel) x data threads per block (the baseline always has 512).
  */
 int variantIndex(LamportDataType datatype, LamportReduceOp op, int nRanks,
-                 LamportKernelVariant variant = LamportKernelVariant::kBaseline, int dataThreads = 512) {
+                 LamportKernelVariant variant = LamportKernelVariant::kBaseline, int dataThreads = 512,
+                 bool singlePass = false) {
   const int ranksSlot = nRanks == 2 ? 1 : nRanks == 4 ? 2 : nRanks == 8 ? 3 : 0;
   const int kernelSlot = (static_cast<int>(datatype) * 2 + static_cast<int>(op)) * 4 + ranksSlot;
-  return (kernelSlot * 3 + static_cast<int>(variant)) * kThreadSlots + (dataThreads / 32 - 1);
+  const int kernel = singlePass ? kKernelsPerSlot - 1 : static_cast<int>(variant);
+  return (kernelSlot * kKernelsPerSlot + kernel) * kThreadSlots + (dataThreads / 32 - 1);
+}
+
+/** Cache index of an A/B shape of kFast (selectFastKernelShape's slot 1..), after the shipped ones. */
+int shapeIndex(LamportReduceOp op, int nRanks, int slot, int dataThreads) {
+  const int ranksSlot = nRanks == 2 ? 0 : nRanks == 4 ? 1 : 2;
+  const int shipped = 3 * 2 * 4 * kKernelsPerSlot * kThreadSlots;
+  return shipped + ((static_cast<int>(op) * 3 + ranksSlot) * kLamportFastShapeSlots + (slot - 1)) * kThreadSlots +
+         (dataThreads / 32 - 1);
 }
 
 constexpr int kCachedDevices = 64;
-constexpr int kVariants = 3 * 2 * 4 * 3 * kThreadSlots;
+constexpr int kVariants = 3 * 2 * 4 * kKernelsPerSlot * kThreadSlots + 2 * 3 * kLamportFastShapeSlots * kThreadSlots;
 // Grid limit per (device, variant); 0 = not computed yet. Written once, read on every launch.
 std::atomic<int> gResidentBlocks[kCachedDevices][kVariants];
 // Compute capability major per device + 1 (0 = not queried yet): PDL needs sm_90+.
@@ -141,8 +162,56 @@ LaunchShape shapeFor(const LamportOneShotArgs& args) {
     shape.dataThreads = threads;
     shape.blockThreads = threads + 32;
   }
+  const bool abShape = args.vectorsPerThread != 0 && args.vectorsPerThread != lamportFastVectorsPerThread(args.layout.nRanks);
+  if (args.vectorsPerThread < 0 || (abShape && args.variant != LamportKernelVariant::kFast)) return shape;
+  switch (args.fastPass) {
+    case LamportFastPass::kAuto:
+      break;
+    case LamportFastPass::kGridStrided:
+    case LamportFastPass::kSinglePass:
+      if (args.variant != LamportKernelVariant::kFast || abShape) return shape;
+      break;
+    case LamportFastPass::kSinglePassNoBarrier:
+      if (args.variant != LamportKernelVariant::kFast || abShape ||
+          selectFastNoBarrierKernel(args.datatype, args.op, args.layout.nRanks) == nullptr) {
+        return shape;
+      }
+      break;
+    default:
+      return shape;
+  }
+  if (abShape) {
+    int slot = 0;
+    shape.kernel = selectFastKernelShape(args.datatype, args.op, args.layout.nRanks, args.vectorsPerThread, &slot);
+    shape.cacheIndex = shape.kernel != nullptr ? shapeIndex(args.op, args.layout.nRanks, slot, shape.dataThreads) : 0;
+    return shape;
+  }
   shape.kernel = selectKernel(args.datatype, args.op, args.layout.nRanks, args.variant);
   shape.cacheIndex = variantIndex(args.datatype, args.op, args.layout.nRanks, args.variant, shape.dataThreads);
+  return shape;
+}
+
+/**
+ * The single-pass shape of args (LamportFastPass), or a null kernel where args take none: not
+ * kFast, an A/B vectors-per-thread shape, or kGridStrided. The A/B kernel without the block barrier
+ * takes the last A/B cache slot.
+ */
+LaunchShape singlePassShapeFor(const LamportOneShotArgs& args, const LaunchShape& gridStrided) {
+  LaunchShape shape = gridStrided;
+  shape.kernel = nullptr;
+  const bool abShape = args.vectorsPerThread != 0 && args.vectorsPerThread != lamportFastVectorsPerThread(args.layout.nRanks);
+  if (gridStrided.kernel == nullptr || args.variant != LamportKernelVariant::kFast || abShape ||
+      args.fastPass == LamportFastPass::kGridStrided) {
+    return shape;
+  }
+  if (args.fastPass == LamportFastPass::kSinglePassNoBarrier) {
+    shape.kernel = selectFastNoBarrierKernel(args.datatype, args.op, args.layout.nRanks);
+    shape.cacheIndex = shapeIndex(args.op, args.layout.nRanks, kLamportFastShapeSlots, shape.dataThreads);
+    return shape;
+  }
+  shape.kernel = selectKernel(args.datatype, args.op, args.layout.nRanks, args.variant, kSinglePassKernel);
+  shape.cacheIndex =
+      variantIndex(args.datatype, args.op, args.layout.nRanks, args.variant, shape.dataThreads, kSinglePassKernel);
   return shape;
 }
 
@@ -247,7 +316,7 @@ size_t gridBlocks(const LamportOneShotArgs& args, const LaunchShape& shape, int 
 }  // namespace
 
 cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t stream) {
-  const LaunchShape shape = shapeFor(args);
+  LaunchShape shape = shapeFor(args);
   if (!argsValid(args, shape)) return cudaErrorInvalidValue;
   // An empty call is a no-op on every rank alike (count is the same everywhere): no launch, and
   // the rotation does not advance anywhere.
@@ -257,7 +326,15 @@ cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t st
   int device = 0;  // the one device query of a launch
   if (cudaGetDevice(&device) != cudaSuccess) device = -1;
   int resident = 0;
-  const size_t blocks = gridBlocks(args, shape, device, &resident);
+  size_t blocks = 0;
+  // kFast: the single-pass kernel where its grid, bounded with its own occupancy, holds the whole
+  // message (LamportFastPass); else the grid-strided kernel.
+  const LaunchShape onePass = singlePassShapeFor(args, shape);
+  if (onePass.kernel != nullptr) {
+    blocks = gridBlocks(args, onePass, device, &resident);
+    if (blocks * static_cast<size_t>(onePass.dataThreads) >= messageVectors(args)) shape = onePass;
+  }
+  if (shape.kernel != onePass.kernel) blocks = gridBlocks(args, shape, device, &resident);
   cudaLaunchAttribute attribute[1];
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(static_cast<unsigned>(blocks));
@@ -322,6 +399,13 @@ cudaError_t lamportPrepareKernels(int nRanks) {
         const int dataThreads = baseline ? kLamportOneShotThreads : kLamportFastDefaultThreads;
         maxResidentBlocks(kernel, variantIndex(datatype, op, nRanks, variant, dataThreads),
                           baseline ? dataThreads : dataThreads + 32, device);
+        if (variant == LamportKernelVariant::kFast) {  // and its single-pass kernel (LamportFastPass)
+          const OneShotKernel onePass = selectKernel(datatype, op, nRanks, variant, kSinglePassKernel);
+          const cudaError_t onePassErr = cudaFuncGetAttributes(&attributes, onePass);
+          if (onePassErr != cudaSuccess) return onePassErr;
+          maxResidentBlocks(onePass, variantIndex(datatype, op, nRanks, variant, dataThreads, kSinglePassKernel),
+                            dataThreads + 32, device);
+        }
       }
     }
   }

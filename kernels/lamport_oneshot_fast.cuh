@@ -12,15 +12,16 @@
 //    acq_rel atomic per block and, in the last block, writes the next state with one 16-byte
 //    store. No data thread executes a fence or a returning atomic; nothing host-visible is
 //    read-modified-written per call.
-//  - Each data thread owns up to kFastVectorsPerThread<NRANKS> vectors of the message: it loads
-//    them (kept in registers), publishes them all, clears, then issues the polls of every vector
-//    and every peer before testing any, so their latencies overlap.
+//  - Each data thread owns K vectors of the message at a time (1 as shipped; more are A/B shapes):
+//    it loads them (kept in registers), publishes them all, clears, then issues the polls of every
+//    vector and every peer before testing any, so their latencies overlap.
 //  - Grid: one launch takes at most 1/kLamportResidencyShare of the device (issue 10 point 1).
 //    Correct for any grid: vectors are grid-strided, and a thread publishes all its vectors before
 //    it waits on any, so a wait never depends on a block that has not published yet being unable
 //    to run (every block of a launch publishes before it waits).
 #pragma once
 
+#include "kernels/lamport_kernel_select.h"
 #include "kernels/lamport_oneshot.cuh"
 
 namespace nccl_lamport {
@@ -32,12 +33,9 @@ constexpr int kLamportFastDefaultThreads = 128;
 
 namespace oneshot {
 
-/**
- * Vectors a data thread keeps in registers and polls together: about 8 live 16-byte vectors per
- * thread (own input + peers' polls), i.e. 4 at 2 ranks, 2 at 4, 1 at 8 and on the generic path.
- */
+/** The shipped vectors per data thread (lamportFastVectorsPerThread, lamport_kernel_select.h). */
 template <int NRANKS>
-constexpr int kFastVectorsPerThread = NRANKS == 2 ? 4 : NRANKS == 4 ? 2 : 1;
+constexpr int kFastVectorsPerThread = lamportFastVectorsPerThread(NRANKS);
 
 __device__ __forceinline__ void gridDependencyWait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -142,15 +140,22 @@ __device__ __forceinline__ LamportVec reduceVector(const LamportVec (&vals)[NRAN
  * kFast one-shot allreduce. blockDim.x = data threads + 32 (the control warp is the last warp).
  * NRANKS = 2, 4, 8 unroll; 0 = generic 2 <= nRanks <= kLamportMaxRanks (one vector per thread per
  * step, peers polled in chunks). Vector v is handled by data thread v % stride, in groups of K.
+ * K defaults to the shipped choice (1); other values are A/B variants (lamport_oneshot_variants.cu).
+ * PASS (LamportFastPass): kSinglePass / kSinglePassNoBarrier need a grid of at least
+ * ceil(vectors / K / data threads) blocks (the launcher checks) and leave out the grid-stride loops.
  */
-template <typename T, LamportReduceOp OP, int NRANKS>
+template <typename T, LamportReduceOp OP, int NRANKS, int K = oneshot::kFastVectorsPerThread<NRANKS>,
+          LamportFastPass PASS = LamportFastPass::kGridStrided>
 __global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
     lamportOneShotFastKernel(const __grid_constant__ LamportOneShotArgs args) {
   using Codec = typename LamportCodecFor<T>::type;
   constexpr int kElems = Codec::kElemsPerVector;
-  constexpr int K = oneshot::kFastVectorsPerThread<NRANKS>;
+  static_assert(K >= 1 && (NRANKS > 0 || K == 1), "K vectors per thread: the generic path takes one");
   static_assert(NRANKS == 0 || (NRANKS >= 2 && NRANKS <= kLamportMaxRanks), "bad NRANKS");
 
+  static_assert(PASS != LamportFastPass::kAuto, "the launcher resolves kAuto");
+  constexpr bool kSinglePass = PASS != LamportFastPass::kGridStrided;
+  constexpr bool kNoBarrier = PASS == LamportFastPass::kSinglePassNoBarrier;
   __shared__ LamportDeviceState sState;
   __shared__ int sGaveUp;
 
@@ -167,7 +172,19 @@ __global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
       static_cast<uint32_t>((bytes + kLamportVectorBytes - 1) / kLamportVectorBytes);
   const size_t slotBytes = args.layout.slotBytes;
 
-  if (threadIdx.x == dataThreads) oneshot::controlSnapshot(ownBase, &sState, &sGaveUp);
+  // kNoBarrier: every thread reads the state itself (one 16-byte request per warp) and the data
+  // threads never wait for the control warp: they only signal it (bar.arrive) once their read is
+  // done, so that the last block's state write still comes after every read.
+  LamportDeviceState snapshot{};
+  if constexpr (kNoBarrier) {
+    const LamportVec sv = lamportLoadVolatile(ownBase);
+    snapshot = LamportDeviceState{sv.w[0], sv.w[1], sv.w[2], sv.w[3]};
+    // Each data thread clears the block's give-up flag (atomically: racecheck-clean); a thread
+    // gives up only after kLamportSpinsPerCheck spins, long after every thread of its block started.
+    if (threadIdx.x < dataThreads) atomicExch(&sGaveUp, 0);
+  } else if (threadIdx.x == dataThreads) {
+    oneshot::controlSnapshot(ownBase, &sState, &sGaveUp);
+  }
   const uint32_t tid = blockIdx.x * dataThreads + threadIdx.x;
   const uint32_t stride = gridDim.x * dataThreads;
   // First group of input vectors, loaded while the state read is in flight.
@@ -179,16 +196,26 @@ __global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
     valid[k] = !control && v < nVectors;
     own[k] = valid[k] ? oneshot::loadInput<Codec>(args.sendbuff, bytes, v) : lamportEmptyVec();
   }
-  __syncthreads();
-  const uint32_t bufferIndex = sState.bufferIndex;
+  if constexpr (kNoBarrier) {
+    // Barrier 2: the data threads arrive (their snapshot is in registers), the control warp waits.
+    if (control) {
+      asm volatile("bar.sync 2, %0;" ::"r"(blockDim.x) : "memory");
+    } else {
+      asm volatile("bar.arrive 2, %0;" ::"r"(blockDim.x), "r"(snapshot.bufferIndex) : "memory");
+    }
+  } else {
+    __syncthreads();
+    snapshot = sState;
+  }
+  const uint32_t bufferIndex = snapshot.bufferIndex;
 
   if (control) {  // the arrival; this round dirties nVectors vectors per slot
-    if (threadIdx.x == dataThreads) oneshot::controlArrive(ownBase, sState, nVectors * static_cast<uint32_t>(kLamportVectorBytes));
+    if (threadIdx.x == dataThreads) oneshot::controlArrive(ownBase, snapshot, nVectors * static_cast<uint32_t>(kLamportVectorBytes));
     if (!args.triggerAfterWait) oneshot::gridLaunchDependents();
     return;
   }
 
-  const uint32_t dirtyVectors = sState.dirtyBytes / static_cast<uint32_t>(kLamportVectorBytes);
+  const uint32_t dirtyVectors = snapshot.dirtyBytes / static_cast<uint32_t>(kLamportVectorBytes);
   const size_t bufferOffset = args.layout.bufferOffset(static_cast<int>(bufferIndex));
 
   // ---- 1. Publish every vector of this thread (registers first, then any further ones) ---------
@@ -202,7 +229,7 @@ __global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
   // Further groups (capped grids, large messages): K loads issued together, then their stores;
   // one load-then-store at a time would pay a memory latency per vector (the volatile stores keep
   // the compiler from hoisting the next load above them).
-  for (uint32_t first = tid + static_cast<uint32_t>(K) * stride; first < nVectors;
+  for (uint32_t first = tid + static_cast<uint32_t>(K) * stride; !kSinglePass && first < nVectors;
        first += static_cast<uint32_t>(K) * stride) {
     LamportVec x[K];
 #pragma unroll
@@ -232,7 +259,7 @@ __global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       const uint32_t v = first + static_cast<uint32_t>(k) * stride;
-      if (!inRegisters) {
+      if (!kSinglePass && !inRegisters) {
         valid[k] = v < nVectors;
         own[k] = valid[k] ? oneshot::loadInput<Codec>(args.sendbuff, bytes, v) : lamportEmptyVec();
       }
@@ -259,6 +286,7 @@ __global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
       }
       oneshot::storeOutput(args.recvbuff, bytes, first, Codec::pack(acc));
     }
+    if constexpr (kSinglePass) break;
   }
   if (args.triggerAfterWait) oneshot::gridLaunchDependentsAfterWait(dataThreads);
 }

@@ -62,6 +62,49 @@ TEST(LamportLaunchValidation, RejectsBadArguments) {
   expectInvalid("fast block size above 512", [](LamportOneShotArgs& a) { a.blockThreads = 544; });
   expectInvalid("fast block size below 32", [](LamportOneShotArgs& a) { a.blockThreads = 16; });
   expectInvalid("negative residency share", [](LamportOneShotArgs& a) { a.residencyShare = -1; });
+  // A/B kernel shapes (kernels/lamport_oneshot_variants.cu): only those built, only for kFast.
+  expectInvalid("3 vectors per thread (not built)", [](LamportOneShotArgs& a) { a.vectorsPerThread = 3; });
+  expectInvalid("negative vectors per thread", [](LamportOneShotArgs& a) { a.vectorsPerThread = -1; });
+  expectInvalid("2 vectors per thread, fp32 (bf16 only)", [](LamportOneShotArgs& a) {
+    a.vectorsPerThread = 2;
+    a.datatype = LamportDataType::kFloat32;
+  });
+  expectInvalid("2 vectors per thread, 3 ranks (2, 4, 8 only)", [](LamportOneShotArgs& a) {
+    a.vectorsPerThread = 2;
+    a.layout.nRanks = 3;
+  });
+  expectInvalid("vectors per thread, baseline", [](LamportOneShotArgs& a) {
+    a.vectorsPerThread = 2;
+    a.variant = LamportKernelVariant::kBaseline;
+  });
+  expectInvalid("single pass without barrier, fp16 (bf16 only)", [](LamportOneShotArgs& a) {
+    a.fastPass = LamportFastPass::kSinglePassNoBarrier;
+    a.datatype = LamportDataType::kFloat16;
+  });
+  expectInvalid("grid-strided, baseline", [](LamportOneShotArgs& a) {
+    a.fastPass = LamportFastPass::kGridStrided;
+    a.variant = LamportKernelVariant::kBaseline;
+  });
+  expectInvalid("single pass, two-shot", [](LamportOneShotArgs& a) {
+    a.fastPass = LamportFastPass::kSinglePassNoBarrier;
+    a.variant = LamportKernelVariant::kTwoShot;
+  });
+  expectInvalid("single pass with 2 vectors per thread", [](LamportOneShotArgs& a) {
+    a.fastPass = LamportFastPass::kSinglePass;
+    a.vectorsPerThread = 2;
+  });
+  expectInvalid("unknown pass", [](LamportOneShotArgs& a) { a.fastPass = static_cast<LamportFastPass>(7); });
+  for (int k : {0, 1, 2, 4}) {  // every built shape is accepted (count 0: nothing is launched)
+    LamportOneShotArgs a = good;
+    a.vectorsPerThread = k;
+    EXPECT_EQ(launchLamportOneShot(a, nullptr), cudaSuccess) << k << " vectors per thread";
+  }
+  for (LamportFastPass pass : {LamportFastPass::kGridStrided, LamportFastPass::kSinglePass,
+                              LamportFastPass::kSinglePassNoBarrier}) {
+    LamportOneShotArgs a = good;
+    a.fastPass = pass;
+    EXPECT_EQ(launchLamportOneShot(a, nullptr), cudaSuccess) << "pass " << static_cast<int>(pass);
+  }
   // Two-shot: 2 chunks of ceil(vectors / nRanks) must fit a slot; 4 ranks, 1024-byte slot.
   {
     LamportOneShotArgs a = good;
