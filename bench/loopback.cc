@@ -188,6 +188,11 @@ class LoopbackWorld {
 
   /** Graph: graphCalls calls captured per rank, replayed graphReplays times per rep. */
   double timeGraph(const LoopbackVariant& v, const SizeSpec& size, const BenchOptions& o) {
+    // One uncaptured call first: lamportPrepareKernels loads only the kernels the plugin uses, so an
+    // A/B shape's module (and its grid limit) would otherwise be loaded inside the capture, which
+    // the plugin never allows (with --no-check nothing else has launched it yet).
+    launchAll(v, size.count, o.dtype, o.op);
+    syncAll();
     for (int r = 0; r < nRanks_; ++r) {
       Rank& k = ranks_[r];
       const LamportOneShotArgs a = args(r, v, size.count, o.dtype, o.op);

@@ -150,8 +150,11 @@ cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t st
 
 /**
  * Blocks the launcher gives a one-shot launch of `args` (before maxBlocks): min(vectors / threads,
- * the residency bound of the variant). 0 for invalid args. Current device; cached like a launch.
- * Lets tests and the loopback benchmark cap N ranks on one GPU so that all N grids fit.
+ * the residency bound of the variant), for kFast the bound of its grid-strided kernel. The launcher
+ * may give a kFast launch more blocks than this: the single-pass kernel (LamportFastPass), where its
+ * own, larger bound holds the whole message (e.g. bf16 at 2 ranks on an H200, about 470-810 KB).
+ * As a maxBlocks cap the value stays safe: the launch then takes the grid-strided kernel. 0 for
+ * invalid args. Current device; cached like a launch.
  */
 int lamportOneShotGridBlocks(const LamportOneShotArgs& args);
 

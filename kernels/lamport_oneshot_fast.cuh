@@ -181,6 +181,8 @@ __global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
     snapshot = LamportDeviceState{sv.w[0], sv.w[1], sv.w[2], sv.w[3]};
     // Each data thread clears the block's give-up flag (atomically: racecheck-clean); a thread
     // gives up only after kLamportSpinsPerCheck spins, long after every thread of its block started.
+    // Should a late warp clear a flag already set, its threads still stop at their own next check
+    // (abort flag, clock): one check round later, never a hang. A/B kernel only.
     if (threadIdx.x < dataThreads) atomicExch(&sGaveUp, 0);
   } else if (threadIdx.x == dataThreads) {
     oneshot::controlSnapshot(ownBase, &sState, &sGaveUp);
