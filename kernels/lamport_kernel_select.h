@@ -20,7 +20,7 @@ LamportKernelFn selectTwoShotKernel(LamportDataType datatype, LamportReduceOp op
  * from 8 B to 2 MB at 2 and 4 ranks; the larger code of the unrolled loops costs more than the
  * overlapped polls gain.
  */
-constexpr int lamportFastVectorsPerThread(int /*nRanks*/) { return 1; }
+constexpr int kLamportFastVectorsPerThread = 1;
 
 /**
  * A/B shapes of the kFast one-shot kernel per unrolled nRanks (lamport_oneshot_variants.cu): up to

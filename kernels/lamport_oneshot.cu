@@ -145,6 +145,11 @@ struct LaunchShape {
   int cacheIndex = 0;
 };
 
+/** True when args ask for an A/B vectors-per-thread shape (lamport_oneshot_variants.cu). */
+bool isVectorsShape(const LamportOneShotArgs& args) {
+  return args.vectorsPerThread != 0 && args.vectorsPerThread != kLamportFastVectorsPerThread;
+}
+
 /** The shape for args, or a null kernel when the variant options are invalid. */
 LaunchShape shapeFor(const LamportOneShotArgs& args) {
   LaunchShape shape;
@@ -162,7 +167,7 @@ LaunchShape shapeFor(const LamportOneShotArgs& args) {
     shape.dataThreads = threads;
     shape.blockThreads = threads + 32;
   }
-  const bool abShape = args.vectorsPerThread != 0 && args.vectorsPerThread != lamportFastVectorsPerThread(args.layout.nRanks);
+  const bool abShape = isVectorsShape(args);
   if (args.vectorsPerThread < 0 || (abShape && args.variant != LamportKernelVariant::kFast)) return shape;
   switch (args.fastPass) {
     case LamportFastPass::kAuto:
@@ -199,8 +204,7 @@ LaunchShape shapeFor(const LamportOneShotArgs& args) {
 LaunchShape singlePassShapeFor(const LamportOneShotArgs& args, const LaunchShape& gridStrided) {
   LaunchShape shape = gridStrided;
   shape.kernel = nullptr;
-  const bool abShape = args.vectorsPerThread != 0 && args.vectorsPerThread != lamportFastVectorsPerThread(args.layout.nRanks);
-  if (gridStrided.kernel == nullptr || args.variant != LamportKernelVariant::kFast || abShape ||
+  if (gridStrided.kernel == nullptr || args.variant != LamportKernelVariant::kFast || isVectorsShape(args) ||
       args.fastPass == LamportFastPass::kGridStrided) {
     return shape;
   }

@@ -33,10 +33,6 @@ constexpr int kLamportFastDefaultThreads = 128;
 
 namespace oneshot {
 
-/** The shipped vectors per data thread (lamportFastVectorsPerThread, lamport_kernel_select.h). */
-template <int NRANKS>
-constexpr int kFastVectorsPerThread = lamportFastVectorsPerThread(NRANKS);
-
 __device__ __forceinline__ void gridDependencyWait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -144,7 +140,7 @@ __device__ __forceinline__ LamportVec reduceVector(const LamportVec (&vals)[NRAN
  * PASS (LamportFastPass): kSinglePass / kSinglePassNoBarrier need a grid of at least
  * ceil(vectors / K / data threads) blocks (the launcher checks) and leave out the grid-stride loops.
  */
-template <typename T, LamportReduceOp OP, int NRANKS, int K = oneshot::kFastVectorsPerThread<NRANKS>,
+template <typename T, LamportReduceOp OP, int NRANKS, int K = kLamportFastVectorsPerThread,
           LamportFastPass PASS = LamportFastPass::kGridStrided>
 __global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
     lamportOneShotFastKernel(const __grid_constant__ LamportOneShotArgs args) {
