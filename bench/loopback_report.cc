@@ -35,6 +35,9 @@ std::vector<LoopbackVariant> loopbackVariants(int nRanks, DType dtype) {
   LoopbackVariant strided{"fast-strided", false, false, 0, true};
   strided.fastPass = 1;
   v.push_back(strided);
+  // Fixed block sizes at every size; the default takes 128 data threads below 128 KB and 256 from
+  // there (lamportDefaultDataThreads); fast-t128 is session 4's default at every size.
+  v.push_back({"fast-t128", false, false, 128, true});
   v.push_back({"fast-t256", false, false, 256, true});
   v.push_back({"fast-t512", false, false, 512, true});
   // Smaller blocks for the small-message floor: fewer warps to launch, retire and synchronise.
@@ -56,6 +59,14 @@ std::vector<LoopbackVariant> loopbackVariants(int nRanks, DType dtype) {
       shape.vectorsPerThread = k;
       v.push_back(shape);
     }
+    // The grid-strided kernel with 256 data threads under a register cap of 5 and 7 blocks per
+    // SM (40 and 32 registers at 2 ranks against 50): more data threads in a quarter of the device
+    // for messages too large for the single pass, against some spills.
+    for (int blocks : {5, 7}) {
+      LoopbackVariant capped{"fast-cap" + std::to_string(blocks), false, false, 256, true};
+      capped.minBlocksPerSm = blocks;
+      v.push_back(capped);
+    }
     // The single-pass kernel without its block barrier (LamportFastPass::kSinglePassNoBarrier).
     LoopbackVariant noBarrier{"fast-1pass-nobar", false, false, 0, true};
     noBarrier.fastPass = 3;
@@ -64,6 +75,7 @@ std::vector<LoopbackVariant> loopbackVariants(int nRanks, DType dtype) {
   if (nRanks >= 4) {
     v.push_back({"twoshot", false, true, 0, true});
     v.push_back({"twoshot-share8-early", false, true, 0, true, 8, -1});
+    v.push_back({"twoshot-t256", false, true, 256, true});
   }
   return v;
 }

@@ -30,6 +30,7 @@ struct LoopbackVariant {
                              // > 0 = only after the waits (late), < 0 = early
   int vectorsPerThread = 0;  // kFast A/B shape (LamportOneShotArgs): 0 = shipped (1); bf16 only
   int fastPass = 0;          // kFast: a LamportFastPass value, 0 = the launcher's choice (kAuto)
+  int minBlocksPerSm = 0;    // kFast A/B register cap (LamportOneShotArgs): 0 = none; bf16 only
 };
 
 /**

@@ -35,7 +35,7 @@ enum LamportError : uint32_t { kLamportOk = 0, kLamportTimedOut = 1, kLamportAbo
  *              fence on a data thread); the abort flag read by one lane per warp; one vector
  *              per data thread at a time (more, with all their polls in flight together, are
  *              A/B shapes: LamportOneShotArgs::vectorsPerThread); 128 data threads per block by
- *              default; at most 1/kLamportResidencyShare of the device per launch (issue 10.1),
+ *              default, 256 from 128 KB (lamportDefaultDataThreads); at most 1/kLamportResidencyShare of the device per launch (issue 10.1),
  *              the late PDL trigger above 1/kLamportEarlyTriggerShare of it.
  *   kBaseline: 512-thread blocks, full-residency grid, no PDL, fence + atomic arrival on thread 0
  *              (research/kernel-speed.md measured it; its full-residency grid can deadlock two
@@ -76,6 +76,31 @@ constexpr int kLamportResidencyShare = 4;
 /** Grids of at most 1/kLamportEarlyTriggerShare of the device use the early PDL trigger. */
 constexpr int kLamportEarlyTriggerShare = 12;
 
+/** Data threads per block of the default kernels for messages below kLamportWideBlockMinBytes. */
+constexpr int kLamportFastSmallBlockThreads = 128;
+/** Data threads per block of a kFast (one-shot) launch from kLamportWideBlockMinBytes on. */
+constexpr int kLamportFastWideBlockThreads = 256;
+/**
+ * Message bytes from which a kFast launch takes kLamportFastWideBlockThreads. Wider blocks pack
+ * more data threads into the same share of the device (one control warp per 8 data warps instead
+ * of per 4: 7 blocks of 288 threads per SM against 12 of 160) and count fewer arrivals. Measured on
+ * one H200 (docs/results-loopback-1xh200.md, session 4, 2 ranks, graph): 2.77 us against 2.91 at
+ * 512 KB, 3.56 against 4.44 at 1 MB, 5.98 against 6.71 at 2 MB; below 128 KB the smaller blocks
+ * are faster (1.55 against 1.71 us at 32 KB).
+ */
+constexpr size_t kLamportWideBlockMinBytes = size_t{128} * 1024;
+
+/**
+ * Data threads per block of a launch whose LamportOneShotArgs::blockThreads is 0: for a kFast
+ * (one-shot) message of messageBytes, kLamportFastWideBlockThreads from kLamportWideBlockMinBytes
+ * on, else kLamportFastSmallBlockThreads; the two-shot always kLamportFastSmallBlockThreads (the
+ * wide blocks are not measured for it). Host code, no CUDA call.
+ */
+constexpr int lamportDefaultDataThreads(bool oneShot, size_t messageBytes) {
+  return oneShot && messageBytes >= kLamportWideBlockMinBytes ? kLamportFastWideBlockThreads
+                                                              : kLamportFastSmallBlockThreads;
+}
+
 /**
  * Whether a kFast / kTwoShot launch of `blocks` blocks, on a device that holds `residentBlocks`
  * of them at once, uses the late PDL trigger (LamportOneShotArgs::triggerAfterWait): requested > 0
@@ -115,7 +140,8 @@ struct LamportOneShotArgs {
   int maxBlocks;  // 0: the launcher sizes the grid; > 0 caps it (the kernel grid-strides). Tests
                   // that put several ranks on one GPU use it so all ranks' blocks are resident.
   LamportKernelVariant variant;  // kFast (0, default) or kBaseline
-  int blockThreads;  // kFast/kTwoShot: data threads per block, 0 = 128; 32..512, a multiple of 32
+  int blockThreads;  // kFast/kTwoShot: data threads per block, 0 = lamportDefaultDataThreads
+                     // (128, or 256 for a kFast message of 128 KB or more); 32..512, a multiple of 32
                      // (one more warp is added for the arrival). kBaseline: must be 0 (always 512)
   int disablePdl;    // kFast/kTwoShot: non-zero launches without programmatic dependent launch
                      // (A/B); PDL is used only on sm_90+ anyway. kBaseline never uses it
@@ -136,6 +162,11 @@ struct LamportOneShotArgs {
                              // kGridStrided always; kSinglePassNoBarrier (A/B, bf16 at 2, 4, 8 ranks
                              // only) where its grid holds the message. Anything else, or a value other
                              // than kAuto for another variant or shape: cudaErrorInvalidValue
+  int minBlocksPerSm;  // kFast, A/B only: 0 = the shipped kernel; 5 or 7 = its grid-strided
+                       // one-vector kernel compiled for that many blocks of 256 + 32 threads per
+                       // SM (a register cap through __launch_bounds__), bf16 at 2, 4 and 8 ranks,
+                       // at most 256 data threads per block (kernels/lamport_oneshot_variants.cu);
+                       // else cudaErrorInvalidValue
 };
 
 /**

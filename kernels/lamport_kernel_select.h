@@ -24,19 +24,21 @@ constexpr int kLamportFastVectorsPerThread = 1;
 
 /**
  * A/B shapes of the kFast one-shot kernel per unrolled nRanks (lamport_oneshot_variants.cu): up to
- * 3 with more vectors per thread, then the single-pass kernel without the block barrier.
+ * 4 with more vectors per thread or a register cap, then the single-pass kernel without the block
+ * barrier.
  */
-constexpr int kLamportFastShapeSlots = 4;
+constexpr int kLamportFastShapeSlots = 5;
 
 /**
- * The kFast one-shot kernel with vectorsPerThread vectors per data thread
- * (LamportOneShotArgs::vectorsPerThread), for the A/B shapes lamport_oneshot_variants.cu
- * instantiates (bf16, sum and avg, 2, 4 and 8 ranks). *slot gets 1..kLamportFastShapeSlots (its
- * index among the shapes of that nRanks, for the launcher's grid-limit cache). Null when that
+ * The kFast one-shot A/B shape with vectorsPerThread vectors per data thread (0 = 1) and, where
+ * minBlocksPerSm > 0, the launch bounds of that many 288-thread blocks per SM
+ * (LamportOneShotArgs::vectorsPerThread, ::minBlocksPerSm), as lamport_oneshot_variants.cu
+ * instantiates them (bf16, sum and avg, 2, 4 and 8 ranks). *slot gets 1..kLamportFastShapeSlots - 1
+ * (its index among the shapes of that nRanks, for the launcher's grid-limit cache). Null when that
  * shape is not built.
  */
 LamportKernelFn selectFastKernelShape(LamportDataType datatype, LamportReduceOp op, int nRanks, int vectorsPerThread,
-                                      int* slot);
+                                      int minBlocksPerSm, int* slot);
 
 /**
  * The A/B single-pass kFast kernel without the block barrier (LamportFastPass

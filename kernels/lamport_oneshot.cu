@@ -145,9 +145,10 @@ struct LaunchShape {
   int cacheIndex = 0;
 };
 
-/** True when args ask for an A/B vectors-per-thread shape (lamport_oneshot_variants.cu). */
-bool isVectorsShape(const LamportOneShotArgs& args) {
-  return args.vectorsPerThread != 0 && args.vectorsPerThread != kLamportFastVectorsPerThread;
+/** True when args ask for an A/B shape: vectors per thread or a register cap (lamport_oneshot_variants.cu). */
+bool isAbShape(const LamportOneShotArgs& args) {
+  return (args.vectorsPerThread != 0 && args.vectorsPerThread != kLamportFastVectorsPerThread) ||
+         args.minBlocksPerSm != 0;
 }
 
 /** The shape for args, or a null kernel when the variant options are invalid. */
@@ -162,13 +163,20 @@ LaunchShape shapeFor(const LamportOneShotArgs& args) {
     shape.dataThreads = kLamportOneShotThreads;
     shape.blockThreads = kLamportOneShotThreads;
   } else {
-    const int threads = args.blockThreads == 0 ? kLamportFastDefaultThreads : args.blockThreads;
+    const int threads = args.blockThreads != 0
+                            ? args.blockThreads
+                            : lamportDefaultDataThreads(args.variant == LamportKernelVariant::kFast,
+                                                        args.count * lamportElementBytes(args.datatype));
     if (threads < 32 || threads > kLamportFastMaxThreads || threads % 32 != 0) return shape;
     shape.dataThreads = threads;
     shape.blockThreads = threads + 32;
   }
-  const bool abShape = isVectorsShape(args);
-  if (args.vectorsPerThread < 0 || (abShape && args.variant != LamportKernelVariant::kFast)) return shape;
+  const bool abShape = isAbShape(args);
+  if (args.vectorsPerThread < 0 || args.minBlocksPerSm < 0 || (abShape && args.variant != LamportKernelVariant::kFast)) {
+    return shape;
+  }
+  // The register-capped A/B kernels are compiled for blocks of at most 256 + 32 threads.
+  if (args.minBlocksPerSm != 0 && shape.dataThreads > kLamportFastWideBlockThreads) return shape;
   switch (args.fastPass) {
     case LamportFastPass::kAuto:
       break;
@@ -187,7 +195,8 @@ LaunchShape shapeFor(const LamportOneShotArgs& args) {
   }
   if (abShape) {
     int slot = 0;
-    shape.kernel = selectFastKernelShape(args.datatype, args.op, args.layout.nRanks, args.vectorsPerThread, &slot);
+    shape.kernel = selectFastKernelShape(args.datatype, args.op, args.layout.nRanks, args.vectorsPerThread,
+                                         args.minBlocksPerSm, &slot);
     shape.cacheIndex = shape.kernel != nullptr ? shapeIndex(args.op, args.layout.nRanks, slot, shape.dataThreads) : 0;
     return shape;
   }
@@ -204,7 +213,7 @@ LaunchShape shapeFor(const LamportOneShotArgs& args) {
 LaunchShape singlePassShapeFor(const LamportOneShotArgs& args, const LaunchShape& gridStrided) {
   LaunchShape shape = gridStrided;
   shape.kernel = nullptr;
-  if (gridStrided.kernel == nullptr || args.variant != LamportKernelVariant::kFast || isVectorsShape(args) ||
+  if (gridStrided.kernel == nullptr || args.variant != LamportKernelVariant::kFast || isAbShape(args) ||
       args.fastPass == LamportFastPass::kGridStrided) {
     return shape;
   }
@@ -399,11 +408,18 @@ cudaError_t lamportPrepareKernels(int nRanks) {
         cudaFuncAttributes attributes{};
         const cudaError_t err = cudaFuncGetAttributes(&attributes, kernel);  // loads the module
         if (err != cudaSuccess) return err;
-        const bool baseline = variant == LamportKernelVariant::kBaseline;
-        const int dataThreads = baseline ? kLamportOneShotThreads : kLamportFastDefaultThreads;
-        maxResidentBlocks(kernel, variantIndex(datatype, op, nRanks, variant, dataThreads),
-                          baseline ? dataThreads : dataThreads + 32, device);
-        if (variant == LamportKernelVariant::kFast) {  // and its single-pass kernel (LamportFastPass)
+        if (variant == LamportKernelVariant::kBaseline) {
+          maxResidentBlocks(kernel, variantIndex(datatype, op, nRanks, variant, kLamportOneShotThreads),
+                            kLamportOneShotThreads, device);
+          continue;
+        }
+        // Both default block sizes (lamportDefaultDataThreads), for the two-shot only the small one.
+        const bool fast = variant == LamportKernelVariant::kFast;
+        for (int dataThreads : {kLamportFastSmallBlockThreads, kLamportFastWideBlockThreads}) {
+          if (!fast && dataThreads != kLamportFastSmallBlockThreads) continue;
+          maxResidentBlocks(kernel, variantIndex(datatype, op, nRanks, variant, dataThreads), dataThreads + 32,
+                            device);
+          if (!fast) continue;  // kFast also has its single-pass kernel (LamportFastPass)
           const OneShotKernel onePass = selectKernel(datatype, op, nRanks, variant, kSinglePassKernel);
           const cudaError_t onePassErr = cudaFuncGetAttributes(&attributes, onePass);
           if (onePassErr != cudaSuccess) return onePassErr;

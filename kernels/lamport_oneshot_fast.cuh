@@ -28,8 +28,6 @@ namespace nccl_lamport {
 
 /** Largest data-thread count per block of the fast kernel (one control warp is added). */
 constexpr int kLamportFastMaxThreads = 512;
-/** Default data threads per block of the fast kernel (measured best on one H200). */
-constexpr int kLamportFastDefaultThreads = 128;
 
 namespace oneshot {
 
@@ -133,17 +131,16 @@ __device__ __forceinline__ LamportVec reduceVector(const LamportVec (&vals)[NRAN
 }  // namespace oneshot
 
 /**
- * kFast one-shot allreduce. blockDim.x = data threads + 32 (the control warp is the last warp).
+ * kFast one-shot allreduce (the body of lamportOneShotFastKernel below; A/B kernels with other
+ * launch bounds share it: lamport_oneshot_variants.cu). blockDim.x = data threads + 32 (the control warp is the last warp).
  * NRANKS = 2, 4, 8 unroll; 0 = generic 2 <= nRanks <= kLamportMaxRanks (one vector per thread per
  * step, peers polled in chunks). Vector v is handled by data thread v % stride, in groups of K.
  * K defaults to the shipped choice (1); other values are A/B variants (lamport_oneshot_variants.cu).
  * PASS (LamportFastPass): kSinglePass / kSinglePassNoBarrier need a grid of at least
  * ceil(vectors / K / data threads) blocks (the launcher checks) and leave out the grid-stride loops.
  */
-template <typename T, LamportReduceOp OP, int NRANKS, int K = kLamportFastVectorsPerThread,
-          LamportFastPass PASS = LamportFastPass::kGridStrided>
-__global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
-    lamportOneShotFastKernel(const __grid_constant__ LamportOneShotArgs args) {
+template <typename T, LamportReduceOp OP, int NRANKS, int K, LamportFastPass PASS>
+__device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs& args) {
   using Codec = typename LamportCodecFor<T>::type;
   constexpr int kElems = Codec::kElemsPerVector;
   static_assert(K >= 1 && (NRANKS > 0 || K == 1), "K vectors per thread: the generic path takes one");
@@ -287,6 +284,14 @@ __global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
     if constexpr (kSinglePass) break;
   }
   if (args.triggerAfterWait) oneshot::gridLaunchDependentsAfterWait(dataThreads);
+}
+
+/** The kFast kernel as shipped (any block of up to kLamportFastMaxThreads data threads). */
+template <typename T, LamportReduceOp OP, int NRANKS, int K = kLamportFastVectorsPerThread,
+          LamportFastPass PASS = LamportFastPass::kGridStrided>
+__global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
+    lamportOneShotFastKernel(const __grid_constant__ LamportOneShotArgs args) {
+  lamportOneShotFastBody<T, OP, NRANKS, K, PASS>(args);
 }
 
 }  // namespace nccl_lamport

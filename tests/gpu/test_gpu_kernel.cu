@@ -94,6 +94,33 @@ TEST(LamportLaunchValidation, RejectsBadArguments) {
     a.vectorsPerThread = 2;
   });
   expectInvalid("unknown pass", [](LamportOneShotArgs& a) { a.fastPass = static_cast<LamportFastPass>(7); });
+  // Register-capped A/B kernels: 5 or 7 blocks per SM, one vector per thread, <= 256 data threads.
+  expectInvalid("register cap of 6 blocks (not built)", [](LamportOneShotArgs& a) { a.minBlocksPerSm = 6; });
+  expectInvalid("negative register cap", [](LamportOneShotArgs& a) { a.minBlocksPerSm = -5; });
+  expectInvalid("register cap with 512 data threads", [](LamportOneShotArgs& a) {
+    a.minBlocksPerSm = 5;
+    a.blockThreads = 512;
+  });
+  expectInvalid("register cap with 2 vectors per thread", [](LamportOneShotArgs& a) {
+    a.minBlocksPerSm = 5;
+    a.vectorsPerThread = 2;
+  });
+  expectInvalid("register cap, fp32 (bf16 only)", [](LamportOneShotArgs& a) {
+    a.minBlocksPerSm = 7;
+    a.datatype = LamportDataType::kFloat32;
+  });
+  expectInvalid("register cap, two-shot", [](LamportOneShotArgs& a) {
+    a.minBlocksPerSm = 7;
+    a.variant = LamportKernelVariant::kTwoShot;
+  });
+  for (int blocks : {5, 7}) {
+    for (int threads : {0, 128, 256}) {
+      LamportOneShotArgs a = good;
+      a.minBlocksPerSm = blocks;
+      a.blockThreads = threads;
+      EXPECT_EQ(launchLamportOneShot(a, nullptr), cudaSuccess) << blocks << " blocks per SM, " << threads << " threads";
+    }
+  }
   for (int k : {0, 1, 2, 4}) {  // every built shape is accepted (count 0: nothing is launched)
     LamportOneShotArgs a = good;
     a.vectorsPerThread = k;

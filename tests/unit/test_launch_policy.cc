@@ -57,5 +57,28 @@ TEST(LaunchPolicy, OneStreamHoldsAtMostAThirdOfTheDeviceWhileItCanBlock) {
   EXPECT_LE(earlyMost + gridMost, 1.0 / 3 + 1e-12);
 }
 
+TEST(LaunchPolicy, OneShotTakesWideBlocksFrom128KB) {
+  constexpr size_t kWide = kLamportWideBlockMinBytes;
+  EXPECT_EQ(kWide, size_t{128} * 1024);
+  EXPECT_EQ(lamportDefaultDataThreads(true, 8), kLamportFastSmallBlockThreads);
+  EXPECT_EQ(lamportDefaultDataThreads(true, kWide - 1), kLamportFastSmallBlockThreads);
+  EXPECT_EQ(lamportDefaultDataThreads(true, kWide), kLamportFastWideBlockThreads);
+  EXPECT_EQ(lamportDefaultDataThreads(true, size_t{64} << 20), kLamportFastWideBlockThreads);
+  // The two-shot keeps the small blocks at every size.
+  EXPECT_EQ(lamportDefaultDataThreads(false, kWide), kLamportFastSmallBlockThreads);
+  EXPECT_EQ(lamportDefaultDataThreads(false, size_t{64} << 20), kLamportFastSmallBlockThreads);
+}
+
+TEST(LaunchPolicy, WideBlocksPackMoreDataThreadsIntoAnSm) {
+  // Why the wide blocks: an SM holds 2048 threads (sm_90); each block adds a 32-thread control
+  // warp. Where threads, not registers, limit the blocks per SM, the wide blocks must carry more
+  // data threads per SM, or the same share of the device moves fewer vectors at once.
+  constexpr int kThreadsPerSm = 2048;
+  auto dataThreadsPerSm = [](int dataThreads) { return (kThreadsPerSm / (dataThreads + 32)) * dataThreads; };
+  EXPECT_GT(dataThreadsPerSm(kLamportFastWideBlockThreads), dataThreadsPerSm(kLamportFastSmallBlockThreads));
+  EXPECT_EQ(kLamportFastWideBlockThreads % 32, 0);
+  EXPECT_LE(kLamportFastWideBlockThreads + 32, 512 + 32);
+}
+
 }  // namespace
 }  // namespace nccl_lamport
