@@ -52,11 +52,21 @@ enum class LamportKernelVariant : int { kFast = 0, kBaseline = 1, kTwoShot = 2 }
  * a grid with one vector per data thread for the whole message, so the kernel has no grid-stride
  * loop (10 KB of code against 17 KB at 2 ranks: 0.1 us a call less up to 32 KB on one H200,
  * docs/results-loopback-1xh200.md, session 4). kAuto, the default: kSinglePass where such a grid
- * fits the residency bound, else kGridStrided. kSinglePassNoBarrier (A/B, bf16 at 2, 4, 8 ranks):
+ * fits the residency bound, else kGridStridedStash where that fits (below), else kGridStrided. kSinglePassNoBarrier (A/B, bf16 at 2, 4, 8 ranks):
  * kSinglePass with every thread reading the rotation state itself instead of a block barrier
- * (measured slower).
+ * (measured slower). kGridStridedStash: kGridStrided keeping up to kLamportFastStashGroups further
+ * input vectors a thread in dynamic shared memory for the reduce pass instead of reading sendbuff
+ * twice; kAuto takes it where kSinglePass does not fit and its grid holds the message in registers
+ * and the stash (2 ranks, 256-thread blocks, loopback on one H200: 5.38 us against 5.96 at 2 MB,
+ * 3.26 against 3.55 at 1 MB; docs/results-loopback-1xh200.md, session 5).
  */
-enum class LamportFastPass : int { kAuto = 0, kGridStrided = 1, kSinglePass = 2, kSinglePassNoBarrier = 3 };
+enum class LamportFastPass : int {
+  kAuto = 0,
+  kGridStrided = 1,
+  kSinglePass = 2,
+  kSinglePassNoBarrier = 3,
+  kGridStridedStash = 4
+};
 
 /**
  * One launch takes at most 1/kLamportResidencyShare of the blocks the device holds at once, so
@@ -158,10 +168,12 @@ struct LamportOneShotArgs {
                          // and 8 ranks only (kernels/lamport_oneshot_variants.cu), else
                          // cudaErrorInvalidValue
   LamportFastPass fastPass;  // kFast with vectorsPerThread 0 or 1: kAuto (0) = kSinglePass where its
-                             // grid holds the message, else kGridStrided; kSinglePass means the same;
-                             // kGridStrided always; kSinglePassNoBarrier (A/B, bf16 at 2, 4, 8 ranks
-                             // only) where its grid holds the message. Anything else, or a value other
-                             // than kAuto for another variant or shape: cudaErrorInvalidValue
+                             // grid holds the message, else kGridStridedStash where its grid and
+                             // stash hold it, else kGridStrided; kSinglePass: where its grid holds
+                             // the message, else kGridStrided; kGridStrided and kGridStridedStash
+                             // always; kSinglePassNoBarrier (A/B, bf16 at 2, 4, 8 ranks only) where
+                             // its grid holds the message. Anything else, or a value other than
+                             // kAuto for another variant or shape: cudaErrorInvalidValue
   int minBlocksPerSm;  // kFast, A/B only: 0 = the shipped kernel; 5 or 7 = its grid-strided
                        // one-vector kernel compiled for that many blocks of 256 + 32 threads per
                        // SM (a register cap through __launch_bounds__), bf16 at 2, 4 and 8 ranks,

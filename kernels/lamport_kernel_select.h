@@ -25,9 +25,10 @@ constexpr int kLamportFastVectorsPerThread = 1;
 /**
  * A/B shapes of the kFast one-shot kernel per unrolled nRanks (lamport_oneshot_variants.cu): up to
  * 4 with more vectors per thread or a register cap, then the single-pass kernel without the block
- * barrier.
+ * barrier (the last slot, kLamportNoBarrierSlot).
  */
 constexpr int kLamportFastShapeSlots = 5;
+constexpr int kLamportNoBarrierSlot = kLamportFastShapeSlots;
 
 /**
  * The kFast one-shot A/B shape with vectorsPerThread vectors per data thread (0 = 1) and, where

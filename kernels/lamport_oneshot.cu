@@ -22,6 +22,8 @@ namespace nccl_lamport {
   template __global__ void lamportOneShotKernel<T, OP, N>(const __grid_constant__ LamportOneShotArgs); \
   template __global__ void lamportOneShotFastKernel<T, OP, N>(const __grid_constant__ LamportOneShotArgs); \
   template __global__ void lamportOneShotFastKernel<T, OP, N, 1, LamportFastPass::kSinglePass>(        \
+      const __grid_constant__ LamportOneShotArgs);                                                     \
+  template __global__ void lamportOneShotFastKernel<T, OP, N, 1, LamportFastPass::kGridStridedStash>(  \
       const __grid_constant__ LamportOneShotArgs);
 LAMPORT_ONESHOT_FOR_EACH_OP(LAMPORT_ONESHOT_INSTANTIATE, float)
 LAMPORT_ONESHOT_FOR_EACH_OP(LAMPORT_ONESHOT_INSTANTIATE, __half)
@@ -51,74 +53,97 @@ bool layoutValid(const LamportLayout& layout) {
          layout.slotBytes <= UINT32_MAX - (kLamportVectorBytes - 1);
 }
 
-/** kFast's single-pass kernel (LamportFastPass::kSinglePass) rather than its grid-strided one. */
-constexpr bool kSinglePassKernel = true;
+/** The shipped kernels of kFast, one per LamportFastPass it launches (kAuto picks among them). */
+constexpr LamportFastPass kShippedFastPasses[] = {LamportFastPass::kGridStrided, LamportFastPass::kSinglePass,
+                                                  LamportFastPass::kGridStridedStash};
 
 template <typename T, LamportReduceOp OP, int N>
-OneShotKernel kernelFor(LamportKernelVariant variant, bool singlePass) {
+OneShotKernel kernelFor(LamportKernelVariant variant, LamportFastPass pass) {
   if (variant == LamportKernelVariant::kBaseline) return lamportOneShotKernel<T, OP, N>;
-  return singlePass ? lamportOneShotFastKernel<T, OP, N, 1, LamportFastPass::kSinglePass>
-                    : lamportOneShotFastKernel<T, OP, N>;
+  switch (pass) {
+    case LamportFastPass::kGridStrided:
+      return lamportOneShotFastKernel<T, OP, N>;
+    case LamportFastPass::kSinglePass:
+      return lamportOneShotFastKernel<T, OP, N, 1, LamportFastPass::kSinglePass>;
+    case LamportFastPass::kGridStridedStash:
+      return lamportOneShotFastKernel<T, OP, N, 1, LamportFastPass::kGridStridedStash>;
+    default:
+      return nullptr;
+  }
 }
 
 template <typename T, LamportReduceOp OP>
-OneShotKernel selectForRanks(int nRanks, LamportKernelVariant variant, bool singlePass) {
+OneShotKernel selectForRanks(int nRanks, LamportKernelVariant variant, LamportFastPass pass) {
   switch (nRanks) {
     case 2:
-      return kernelFor<T, OP, 2>(variant, singlePass);
+      return kernelFor<T, OP, 2>(variant, pass);
     case 4:
-      return kernelFor<T, OP, 4>(variant, singlePass);
+      return kernelFor<T, OP, 4>(variant, pass);
     case 8:
-      return kernelFor<T, OP, 8>(variant, singlePass);
+      return kernelFor<T, OP, 8>(variant, pass);
     default:  // unrolled: 2, 4, 8; everything else up to kLamportMaxRanks: generic
-      return kernelFor<T, OP, 0>(variant, singlePass);
+      return kernelFor<T, OP, 0>(variant, pass);
   }
 }
 
 template <typename T>
-OneShotKernel selectForOp(LamportReduceOp op, int nRanks, LamportKernelVariant variant, bool singlePass) {
+OneShotKernel selectForOp(LamportReduceOp op, int nRanks, LamportKernelVariant variant, LamportFastPass pass) {
   switch (op) {
     case LamportReduceOp::kSum:
-      return selectForRanks<T, LamportReduceOp::kSum>(nRanks, variant, singlePass);
+      return selectForRanks<T, LamportReduceOp::kSum>(nRanks, variant, pass);
     case LamportReduceOp::kAvg:
-      return selectForRanks<T, LamportReduceOp::kAvg>(nRanks, variant, singlePass);
+      return selectForRanks<T, LamportReduceOp::kAvg>(nRanks, variant, pass);
   }
   return nullptr;
 }
 
-/** The kernel of (datatype, op, nRanks, variant); singlePass: kFast's single-pass kernel. */
+/**
+ * The kernel of (datatype, op, nRanks, variant); pass: which of kFast's shipped kernels
+ * (kShippedFastPasses; the other variants have one kernel, taken with kGridStrided).
+ */
 OneShotKernel selectKernel(LamportDataType datatype, LamportReduceOp op, int nRanks,
-                           LamportKernelVariant variant = LamportKernelVariant::kBaseline, bool singlePass = false) {
-  if (variant == LamportKernelVariant::kTwoShot) return singlePass ? nullptr : selectTwoShotKernel(datatype, op, nRanks);
+                           LamportKernelVariant variant = LamportKernelVariant::kBaseline,
+                           LamportFastPass pass = LamportFastPass::kGridStrided) {
+  if (pass != LamportFastPass::kGridStrided && variant != LamportKernelVariant::kFast) return nullptr;
+  if (variant == LamportKernelVariant::kTwoShot) return selectTwoShotKernel(datatype, op, nRanks);
   if (variant != LamportKernelVariant::kBaseline && variant != LamportKernelVariant::kFast) return nullptr;
-  if (singlePass && variant != LamportKernelVariant::kFast) return nullptr;
   switch (datatype) {
     case LamportDataType::kFloat32:
-      return selectForOp<float>(op, nRanks, variant, singlePass);
+      return selectForOp<float>(op, nRanks, variant, pass);
     case LamportDataType::kFloat16:
-      return selectForOp<__half>(op, nRanks, variant, singlePass);
+      return selectForOp<__half>(op, nRanks, variant, pass);
     case LamportDataType::kBFloat16:
-      return selectForOp<__nv_bfloat16>(op, nRanks, variant, singlePass);
+      return selectForOp<__nv_bfloat16>(op, nRanks, variant, pass);
   }
   return nullptr;
+}
+
+/** Dynamic shared memory of a kFast launch of `pass` with dataThreads per block (the stash). */
+size_t fastDynamicSmemBytes(LamportFastPass pass, int dataThreads) {
+  return pass == LamportFastPass::kGridStridedStash
+             ? static_cast<size_t>(kLamportFastStashGroups) * static_cast<size_t>(dataThreads) * kLamportVectorBytes
+             : 0;
 }
 
 /** Block sizes a launch may use, as an index of the grid-limit cache: 32..512 in steps of 32. */
 constexpr int kThreadSlots = kLamportFastMaxThreads / 32;
 
-/** Kernels per (datatype, op, unrolled nRanks) in the grid-limit cache: the 3 variants + kFast's single pass. */
-constexpr int kKernelsPerSlot = 4;
+/** Kernels per (datatype, op, unrolled nRanks) in the grid-limit cache: the 3 variants + kFast's
+ *  single-pass and stash kernels. */
+constexpr int kKernelsPerSlot = 5;
 
 /**
  * Index of a kernel in the grid-limit cache: datatype x op x unrolled nRanks x kernel (variant,
- * or kFast's single-pass kernel) x data threads per block (the baseline always has 512).
+ * or kFast's single-pass / stash kernel) x data threads per block (the baseline always has 512).
  */
 int variantIndex(LamportDataType datatype, LamportReduceOp op, int nRanks,
                  LamportKernelVariant variant = LamportKernelVariant::kBaseline, int dataThreads = 512,
-                 bool singlePass = false) {
+                 LamportFastPass pass = LamportFastPass::kGridStrided) {
   const int ranksSlot = nRanks == 2 ? 1 : nRanks == 4 ? 2 : nRanks == 8 ? 3 : 0;
   const int kernelSlot = (static_cast<int>(datatype) * 2 + static_cast<int>(op)) * 4 + ranksSlot;
-  const int kernel = singlePass ? kKernelsPerSlot - 1 : static_cast<int>(variant);
+  const int kernel = pass == LamportFastPass::kSinglePass        ? 3
+                     : pass == LamportFastPass::kGridStridedStash ? 4
+                                                                  : static_cast<int>(variant);
   return (kernelSlot * kKernelsPerSlot + kernel) * kThreadSlots + (dataThreads / 32 - 1);
 }
 
@@ -143,6 +168,7 @@ struct LaunchShape {
   int dataThreads = 0;   // threads that carry vectors
   int blockThreads = 0;  // dataThreads (+ 32 for kFast's control warp)
   int cacheIndex = 0;
+  size_t dynamicSmemBytes = 0;  // kGridStridedStash only
 };
 
 /** True when args ask for an A/B shape: vectors per thread or a register cap (lamport_oneshot_variants.cu). */
@@ -190,6 +216,9 @@ LaunchShape shapeFor(const LamportOneShotArgs& args) {
         return shape;
       }
       break;
+    case LamportFastPass::kGridStridedStash:
+      if (args.variant != LamportKernelVariant::kFast || abShape) return shape;
+      break;
     default:
       return shape;
   }
@@ -206,25 +235,23 @@ LaunchShape shapeFor(const LamportOneShotArgs& args) {
 }
 
 /**
- * The single-pass shape of args (LamportFastPass), or a null kernel where args take none: not
- * kFast, an A/B vectors-per-thread shape, or kGridStrided. The A/B kernel without the block barrier
- * takes the last A/B cache slot.
+ * The shape of kFast's `pass` kernel for args, with base's block size: kSinglePass and
+ * kGridStridedStash from the shipped kernels (the stash with its dynamic shared memory),
+ * kSinglePassNoBarrier from the A/B ones (their last cache slot but one). A null kernel where args
+ * take none: not kFast, or an A/B vectors-per-thread / register-cap shape.
  */
-LaunchShape singlePassShapeFor(const LamportOneShotArgs& args, const LaunchShape& gridStrided) {
-  LaunchShape shape = gridStrided;
+LaunchShape fastPassShape(const LamportOneShotArgs& args, const LaunchShape& base, LamportFastPass pass) {
+  LaunchShape shape = base;
   shape.kernel = nullptr;
-  if (gridStrided.kernel == nullptr || args.variant != LamportKernelVariant::kFast || isAbShape(args) ||
-      args.fastPass == LamportFastPass::kGridStrided) {
-    return shape;
-  }
-  if (args.fastPass == LamportFastPass::kSinglePassNoBarrier) {
+  if (base.kernel == nullptr || args.variant != LamportKernelVariant::kFast || isAbShape(args)) return shape;
+  if (pass == LamportFastPass::kSinglePassNoBarrier) {
     shape.kernel = selectFastNoBarrierKernel(args.datatype, args.op, args.layout.nRanks);
-    shape.cacheIndex = shapeIndex(args.op, args.layout.nRanks, kLamportFastShapeSlots, shape.dataThreads);
+    shape.cacheIndex = shapeIndex(args.op, args.layout.nRanks, kLamportNoBarrierSlot, shape.dataThreads);
     return shape;
   }
-  shape.kernel = selectKernel(args.datatype, args.op, args.layout.nRanks, args.variant, kSinglePassKernel);
-  shape.cacheIndex =
-      variantIndex(args.datatype, args.op, args.layout.nRanks, args.variant, shape.dataThreads, kSinglePassKernel);
+  shape.kernel = selectKernel(args.datatype, args.op, args.layout.nRanks, args.variant, pass);
+  shape.cacheIndex = variantIndex(args.datatype, args.op, args.layout.nRanks, args.variant, shape.dataThreads, pass);
+  shape.dynamicSmemBytes = fastDynamicSmemBytes(pass, shape.dataThreads);
   return shape;
 }
 
@@ -246,7 +273,7 @@ bool deviceSupportsPdl(int device) {
  * resident threads keep more 16 B NVLink accesses in flight for large messages. Cached per
  * (device, variant); falls back to 132 (one block per H100/H200 SM) if a query fails.
  */
-int maxResidentBlocks(OneShotKernel kernel, int variant, int blockThreads, int device) {
+int maxResidentBlocks(OneShotKernel kernel, int variant, int blockThreads, int device, size_t dynamicSmemBytes = 0) {
   const bool cacheable = device >= 0 && device < kCachedDevices;
   if (cacheable) {
     const int cached = gResidentBlocks[device][variant].load(std::memory_order_relaxed);
@@ -255,7 +282,7 @@ int maxResidentBlocks(OneShotKernel kernel, int variant, int blockThreads, int d
   int smCount = 0;
   int perSm = 0;
   if (cudaDeviceGetAttribute(&smCount, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, blockThreads, 0) !=
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, blockThreads, dynamicSmemBytes) !=
           cudaSuccess ||
       smCount <= 0 || perSm <= 0) {
     return 132;
@@ -313,7 +340,7 @@ bool argsValid(const LamportOneShotArgs& args, const LaunchShape& shape) {
  */
 size_t gridBlocks(const LamportOneShotArgs& args, const LaunchShape& shape, int device, int* residentOut = nullptr) {
   size_t blocks = (vectorsToSpread(args) + shape.dataThreads - 1) / shape.dataThreads;
-  int limit = maxResidentBlocks(shape.kernel, shape.cacheIndex, shape.blockThreads, device);
+  int limit = maxResidentBlocks(shape.kernel, shape.cacheIndex, shape.blockThreads, device, shape.dynamicSmemBytes);
   if (residentOut != nullptr) *residentOut = limit;
   if (args.variant != LamportKernelVariant::kBaseline) {
     limit = limit / (args.residencyShare > 0 ? args.residencyShare : kLamportResidencyShare);
@@ -340,19 +367,38 @@ cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t st
   if (cudaGetDevice(&device) != cudaSuccess) device = -1;
   int resident = 0;
   size_t blocks = 0;
-  // kFast: the single-pass kernel where its grid, bounded with its own occupancy, holds the whole
-  // message (LamportFastPass); else the grid-strided kernel.
-  const LaunchShape onePass = singlePassShapeFor(args, shape);
-  if (onePass.kernel != nullptr) {
-    blocks = gridBlocks(args, onePass, device, &resident);
-    if (blocks * static_cast<size_t>(onePass.dataThreads) >= messageVectors(args)) shape = onePass;
+  // kFast (LamportFastPass kAuto): the single-pass kernel where its grid, bounded with its own
+  // occupancy, holds the whole message; else the stash kernel where its grid holds it in registers
+  // and the stash (no input vector read twice); else the grid-strided kernel.
+  const LamportFastPass pass = args.fastPass;
+  const size_t vectors = messageVectors(args);
+  bool chosen = false;
+  if (pass == LamportFastPass::kAuto || pass == LamportFastPass::kSinglePass ||
+      pass == LamportFastPass::kSinglePassNoBarrier) {
+    const LaunchShape onePass = fastPassShape(
+        args, shape, pass == LamportFastPass::kAuto ? LamportFastPass::kSinglePass : pass);
+    if (onePass.kernel != nullptr) {
+      blocks = gridBlocks(args, onePass, device, &resident);
+      chosen = blocks * static_cast<size_t>(onePass.dataThreads) >= vectors;
+      if (chosen) shape = onePass;
+    }
   }
-  if (shape.kernel != onePass.kernel) blocks = gridBlocks(args, shape, device, &resident);
+  if (!chosen && (pass == LamportFastPass::kAuto || pass == LamportFastPass::kGridStridedStash)) {
+    const LaunchShape stash = fastPassShape(args, shape, LamportFastPass::kGridStridedStash);
+    if (stash.kernel != nullptr) {
+      blocks = gridBlocks(args, stash, device, &resident);
+      const size_t perGroup = blocks * static_cast<size_t>(stash.dataThreads);
+      const size_t groups = (vectors + perGroup - 1) / perGroup;
+      chosen = pass == LamportFastPass::kGridStridedStash || groups <= 1 + static_cast<size_t>(kLamportFastStashGroups);
+      if (chosen) shape = stash;
+    }
+  }
+  if (!chosen) blocks = gridBlocks(args, shape, device, &resident);
   cudaLaunchAttribute attribute[1];
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(static_cast<unsigned>(blocks));
   config.blockDim = dim3(static_cast<unsigned>(shape.blockThreads));
-  config.dynamicSmemBytes = 0;
+  config.dynamicSmemBytes = shape.dynamicSmemBytes;
   config.stream = stream;
   config.attrs = nullptr;
   config.numAttrs = 0;
@@ -382,7 +428,7 @@ int lamportOneShotResidentBlocks(const LamportOneShotArgs& args) {
   if (!argsValid(args, shape)) return 0;
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) device = -1;
-  return maxResidentBlocks(shape.kernel, shape.cacheIndex, shape.blockThreads, device);
+  return maxResidentBlocks(shape.kernel, shape.cacheIndex, shape.blockThreads, device, shape.dynamicSmemBytes);
 }
 
 int lamportOneShotGridBlocks(const LamportOneShotArgs& args) {
@@ -413,18 +459,20 @@ cudaError_t lamportPrepareKernels(int nRanks) {
                             kLamportOneShotThreads, device);
           continue;
         }
-        // Both default block sizes (lamportDefaultDataThreads), for the two-shot only the small one.
-        const bool fast = variant == LamportKernelVariant::kFast;
-        for (int dataThreads : {kLamportFastSmallBlockThreads, kLamportFastWideBlockThreads}) {
-          if (!fast && dataThreads != kLamportFastSmallBlockThreads) continue;
-          maxResidentBlocks(kernel, variantIndex(datatype, op, nRanks, variant, dataThreads), dataThreads + 32,
-                            device);
-          if (!fast) continue;  // kFast also has its single-pass kernel (LamportFastPass)
-          const OneShotKernel onePass = selectKernel(datatype, op, nRanks, variant, kSinglePassKernel);
-          const cudaError_t onePassErr = cudaFuncGetAttributes(&attributes, onePass);
-          if (onePassErr != cudaSuccess) return onePassErr;
-          maxResidentBlocks(onePass, variantIndex(datatype, op, nRanks, variant, dataThreads, kSinglePassKernel),
-                            dataThreads + 32, device);
+        if (variant == LamportKernelVariant::kTwoShot) {  // one block size (lamportDefaultDataThreads)
+          maxResidentBlocks(kernel, variantIndex(datatype, op, nRanks, variant, kLamportFastSmallBlockThreads),
+                            kLamportFastSmallBlockThreads + 32, device);
+          continue;
+        }
+        // kFast: each of its kernels (LamportFastPass) at both default block sizes.
+        for (LamportFastPass pass : kShippedFastPasses) {
+          const OneShotKernel passKernel = selectKernel(datatype, op, nRanks, variant, pass);
+          const cudaError_t passErr = cudaFuncGetAttributes(&attributes, passKernel);
+          if (passErr != cudaSuccess) return passErr;
+          for (int dataThreads : {kLamportFastSmallBlockThreads, kLamportFastWideBlockThreads}) {
+            maxResidentBlocks(passKernel, variantIndex(datatype, op, nRanks, variant, dataThreads, pass),
+                              dataThreads + 32, device, fastDynamicSmemBytes(pass, dataThreads));
+          }
         }
       }
     }

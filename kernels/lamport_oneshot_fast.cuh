@@ -28,6 +28,13 @@ namespace nccl_lamport {
 
 /** Largest data-thread count per block of the fast kernel (one control warp is added). */
 constexpr int kLamportFastMaxThreads = 512;
+/**
+ * LamportFastPass::kGridStridedStash (A/B): input vectors a data thread keeps in dynamic shared
+ * memory, beyond its first (in registers), for the reduce pass, instead of reading sendbuff again:
+ * kLamportFastStashGroups * data threads * 16 bytes per block. Three cover a 2 MB message at 2
+ * ranks with 256-thread blocks on an H200 (132 blocks of 256 threads, about 3.9 vectors a thread).
+ */
+constexpr int kLamportFastStashGroups = 3;
 
 namespace oneshot {
 
@@ -147,10 +154,13 @@ __device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs&
   static_assert(NRANKS == 0 || (NRANKS >= 2 && NRANKS <= kLamportMaxRanks), "bad NRANKS");
 
   static_assert(PASS != LamportFastPass::kAuto, "the launcher resolves kAuto");
-  constexpr bool kSinglePass = PASS != LamportFastPass::kGridStrided;
+  constexpr bool kSinglePass = PASS == LamportFastPass::kSinglePass || PASS == LamportFastPass::kSinglePassNoBarrier;
   constexpr bool kNoBarrier = PASS == LamportFastPass::kSinglePassNoBarrier;
+  constexpr bool kStash = PASS == LamportFastPass::kGridStridedStash;
+  static_assert(!kStash || K == 1, "the stash holds one vector per group");
   __shared__ LamportDeviceState sState;
   __shared__ int sGaveUp;
+  extern __shared__ LamportVec sStash[];  // kStash only: [kLamportFastStashGroups][data threads]
 
   // Nothing of the previous kernel on this stream may be read before this (PDL).
   oneshot::gridDependencyWait();
@@ -224,13 +234,17 @@ __device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs&
   // Further groups (capped grids, large messages): K loads issued together, then their stores;
   // one load-then-store at a time would pay a memory latency per vector (the volatile stores keep
   // the compiler from hoisting the next load above them).
+  uint32_t group = 1;  // kStash: the group's index (0 = the one in registers)
   for (uint32_t first = tid + static_cast<uint32_t>(K) * stride; !kSinglePass && first < nVectors;
-       first += static_cast<uint32_t>(K) * stride) {
+       first += static_cast<uint32_t>(K) * stride, ++group) {
     LamportVec x[K];
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       const uint32_t v = first + static_cast<uint32_t>(k) * stride;
       x[k] = v < nVectors ? oneshot::loadInput<Codec>(args.sendbuff, bytes, v) : lamportEmptyVec();
+    }
+    if constexpr (kStash) {  // only this thread reads its entries back: no barrier needed
+      if (group <= kLamportFastStashGroups) sStash[(group - 1) * dataThreads + threadIdx.x] = x[0];
     }
 #pragma unroll
     for (int k = 0; k < K; ++k) {
@@ -248,7 +262,8 @@ __device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs&
   // ---- 3. Wait, reduce, write --------------------------------------------------------------------
   oneshot::Waiter waiter{args.abortFlag, args.errorFlag, args.timeoutNs, 0, 0, false};
   const char* const ownBuffer = ownBase + bufferOffset;
-  for (uint32_t first = tid; first < nVectors; first += static_cast<uint32_t>(K) * stride) {
+  uint32_t reduceGroup = 0;  // kStash: as `group` above
+  for (uint32_t first = tid; first < nVectors; first += static_cast<uint32_t>(K) * stride, ++reduceGroup) {
     const bool inRegisters = first == tid;
     const char* vec[K];
 #pragma unroll
@@ -256,7 +271,10 @@ __device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs&
       const uint32_t v = first + static_cast<uint32_t>(k) * stride;
       if (!kSinglePass && !inRegisters) {
         valid[k] = v < nVectors;
-        own[k] = valid[k] ? oneshot::loadInput<Codec>(args.sendbuff, bytes, v) : lamportEmptyVec();
+        const bool stashed = kStash && reduceGroup <= kLamportFastStashGroups;
+        own[k] = !valid[k] ? lamportEmptyVec()
+                 : stashed ? sStash[(reduceGroup - 1) * dataThreads + threadIdx.x]
+                           : oneshot::loadInput<Codec>(args.sendbuff, bytes, v);
       }
       vec[k] = ownBuffer + static_cast<size_t>(v) * kLamportVectorBytes;
     }

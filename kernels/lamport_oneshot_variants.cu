@@ -29,7 +29,7 @@ struct FastShape {
   int minBlocksPerSm;
 };
 
-// The editable list: per nRanks at most kLamportFastShapeSlots - 1 shapes, in slot order
+// The editable list: per nRanks at most kLamportNoBarrierSlot - 1 shapes, in slot order
 // (1-based); shapeKernel() below must follow it. K = 4 at 2 ranks and 2 at 4 were shipped until
 // session 4.
 constexpr FastShape kShapes[] = {

@@ -279,6 +279,8 @@ class World {
     a.blockThreads = blockThreads;
     a.residencyShare = residencyShare;
     a.triggerAfterWait = triggerAfterWait;
+    a.fastPass = fastPass;
+    a.minBlocksPerSm = minBlocksPerSm;
     return a;
   }
 
@@ -313,6 +315,8 @@ class World {
   int blockThreads = 0;  // kFast only
   int residencyShare = 0;    // kFast/kTwoShot: 0 = the launcher's default
   int triggerAfterWait = 0;  // kFast/kTwoShot: 0 = the launcher's choice, > 0 late, < 0 early
+  LamportFastPass fastPass = LamportFastPass::kAuto;  // kFast (A/B passes: bf16 only)
+  int minBlocksPerSm = 0;                             // kFast A/B register cap (bf16 only)
   uint64_t timeoutNs = 20ull * 1000 * 1000 * 1000;  // a bug fails the test instead of hanging it
   std::vector<SimRank> ranks;
   uint32_t* errorHost = nullptr;

@@ -113,6 +113,14 @@ TEST(LamportLaunchValidation, RejectsBadArguments) {
     a.minBlocksPerSm = 7;
     a.variant = LamportKernelVariant::kTwoShot;
   });
+  expectInvalid("shared-memory stash, two-shot", [](LamportOneShotArgs& a) {
+    a.fastPass = LamportFastPass::kGridStridedStash;
+    a.variant = LamportKernelVariant::kTwoShot;
+  });
+  expectInvalid("shared-memory stash with 2 vectors per thread", [](LamportOneShotArgs& a) {
+    a.fastPass = LamportFastPass::kGridStridedStash;
+    a.vectorsPerThread = 2;
+  });
   for (int blocks : {5, 7}) {
     for (int threads : {0, 128, 256}) {
       LamportOneShotArgs a = good;
@@ -127,7 +135,7 @@ TEST(LamportLaunchValidation, RejectsBadArguments) {
     EXPECT_EQ(launchLamportOneShot(a, nullptr), cudaSuccess) << k << " vectors per thread";
   }
   for (LamportFastPass pass : {LamportFastPass::kGridStrided, LamportFastPass::kSinglePass,
-                              LamportFastPass::kSinglePassNoBarrier}) {
+                              LamportFastPass::kSinglePassNoBarrier, LamportFastPass::kGridStridedStash}) {
     LamportOneShotArgs a = good;
     a.fastPass = pass;
     EXPECT_EQ(launchLamportOneShot(a, nullptr), cudaSuccess) << "pass " << static_cast<int>(pass);
@@ -236,6 +244,47 @@ TEST(GpuLamportOneShot, CappedGridStrides) {
       calls.push_back(CallSpec{t, LamportReduceOp::kSum, 3000, 0, 0, true, Values::kRandom});
     }
     ASSERT_NO_FATAL_FAILURE(runBatch(w, calls, rng));
+  }
+}
+
+// The grid-strided kernel with the shared-memory stash (every datatype, op and unrolled or generic
+// nRanks) and the register-capped A/B kernels (bf16), on grids capped so that a thread walks fewer
+// and more groups than the stash holds (its first vector in registers, 3 stashed, the rest read
+// again), odd counts, misaligned and in place.
+TEST(GpuLamportOneShot, StashAndRegisterCapsStayCorrectOnStridedGrids) {
+  SKIP_WITHOUT_GPU();
+  struct Ab {
+    const char* name;
+    LamportFastPass pass;
+    int minBlocksPerSm;
+    int blockThreads;
+    LamportDataType type;
+  };
+  constexpr LamportDataType kBf16 = LamportDataType::kBFloat16;
+  for (const Ab& ab : {Ab{"stash bf16", LamportFastPass::kGridStridedStash, 0, 0, kBf16},
+                       Ab{"stash fp32", LamportFastPass::kGridStridedStash, 0, 0, LamportDataType::kFloat32},
+                       Ab{"stash fp16, 32 threads", LamportFastPass::kGridStridedStash, 0, 32, LamportDataType::kFloat16},
+                       Ab{"stash bf16, 512 threads", LamportFastPass::kGridStridedStash, 0, 512, kBf16},
+                       Ab{"cap 5", LamportFastPass::kAuto, 5, 256, kBf16}, Ab{"cap 7", LamportFastPass::kAuto, 7, 128, kBf16}}) {
+    for (int nRanks : ab.minBlocksPerSm == 0 ? std::vector<int>{2, 3, 4, 8} : std::vector<int>{2, 4, 8}) {
+      World w;
+      ASSERT_NO_FATAL_FAILURE(w.init(nRanks, kIoBytes));
+      w.fastPass = ab.pass;
+      w.minBlocksPerSm = ab.minBlocksPerSm;
+      w.blockThreads = ab.blockThreads;
+      std::mt19937 rng(static_cast<unsigned>(nRanks * 97 + ab.minBlocksPerSm));
+      // The cap World::init set (all ranks' grids resident on one GPU), then 1 and 3 blocks.
+      for (int cap : {w.maxBlocks, 1, 3}) {
+        w.maxBlocks = cap;
+        const std::vector<CallSpec> calls = {
+            CallSpec{ab.type, LamportReduceOp::kSum, 65537, 0, 0, false, Values::kRandom},
+            CallSpec{ab.type, LamportReduceOp::kAvg, 40001, 2, 6, false, Values::kRandom},
+            CallSpec{ab.type, LamportReduceOp::kSum, 30000, 0, 2, true, Values::kSpecial},
+            CallSpec{ab.type, LamportReduceOp::kSum, 7, 0, 0, false, Values::kRandom}};
+        ASSERT_NO_FATAL_FAILURE(runBatch(w, calls, rng)) << ab.name << ", " << nRanks << " ranks, cap " << cap;
+      }
+      w.expectNoErrors();
+    }
   }
 }
 
