@@ -166,6 +166,29 @@ void scenarioSweep(Harness& h, ncclDataType_t dtype) {
   h.checkCounters("sweep");
 }
 
+void scenarioLargeMessages(Harness& h) {
+  struct Layout { bool inPlace; size_t send, recv; };
+  const Layout layouts[] = {{false, 0, 0}, {false, 2, 6}, {true, 0, 0}};
+  uint64_t call = 0;
+  for (ncclDataType_t dtype : kDtypes) {
+    for (size_t bytes : {(size_t{1} << 20) + 48, (size_t{2} << 20) + 2, size_t{3} << 20, size_t{6} << 20}) {
+      for (ncclRedOp_t op : kOps) {
+        for (const Layout& l : layouts) {
+          CallSpec spec;
+          spec.dtype = dtype;
+          spec.op = op;
+          spec.count = bytes / elementSize(dtype);
+          spec.inPlace = l.inPlace;
+          spec.sendOffset = l.send;
+          spec.recvOffset = l.recv;
+          runCheckedStep(h, spec, mixSeed(0x1A26E + dtype, call++), true);
+        }
+      }
+    }
+  }
+  h.checkCounters("large messages");
+}
+
 void scenarioSpecialValues(Harness& h) {
   uint64_t call = 0;
   for (ncclDataType_t dtype : kDtypes) {
