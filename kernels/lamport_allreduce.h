@@ -52,13 +52,15 @@ enum class LamportKernelVariant : int { kFast = 0, kBaseline = 1, kTwoShot = 2 }
  * a grid with one vector per data thread for the whole message, so the kernel has no grid-stride
  * loop (10 KB of code against 17 KB at 2 ranks: 0.1 us a call less up to 32 KB on one H200,
  * docs/results-loopback-1xh200.md, session 4). kAuto, the default: kSinglePass where such a grid
- * fits the residency bound, else kGridStridedStash where that fits (below), else kGridStrided. kSinglePassNoBarrier (A/B, bf16 at 2, 4, 8 ranks):
+ * fits the residency bound, else kGridStrided. kSinglePassNoBarrier (A/B, bf16 at 2, 4, 8 ranks):
  * kSinglePass with every thread reading the rotation state itself instead of a block barrier
- * (measured slower). kGridStridedStash: kGridStrided keeping up to kLamportFastStashGroups further
- * input vectors a thread in dynamic shared memory for the reduce pass instead of reading sendbuff
- * twice; kAuto takes it where kSinglePass does not fit and its grid holds the message in registers
- * and the stash (2 ranks, 256-thread blocks, loopback on one H200: 5.38 us against 5.96 at 2 MB,
- * 3.26 against 3.55 at 1 MB; docs/results-loopback-1xh200.md, session 5).
+ * (measured slower). kGridStridedStash (opt-in, every datatype and nRanks): kGridStrided keeping
+ * up to kLamportFastStashGroups further input vectors a thread in dynamic shared memory for the
+ * reduce pass instead of reading sendbuff twice (2 ranks, 256-thread blocks, loopback on one H200:
+ * 5.41 us against 6.00 at 2 MB, 3.33 against 3.60 at 1 MB; docs/results-loopback-1xh200.md,
+ * session 5). Not taken by kAuto yet: it is the only kernel with dynamic shared memory, and
+ * whether its blocks still fit on SMs whose carveout a spinning kernel without any has set (the
+ * co-residency of issue 10 point 1) is not measured.
  */
 enum class LamportFastPass : int {
   kAuto = 0,
@@ -93,7 +95,8 @@ constexpr int kLamportFastWideBlockThreads = 256;
 /**
  * Message bytes from which a kFast launch takes kLamportFastWideBlockThreads. Wider blocks pack
  * more data threads into the same share of the device (one control warp per 8 data warps instead
- * of per 4: 7 blocks of 288 threads per SM against 12 of 160) and count fewer arrivals. Measured on
+ * of per 4: at 2 ranks 7 blocks of 288 threads per SM against 12 of 160 for the 32-register
+ * single-pass kernel, 4 against 7 for the grid-strided one) and count fewer arrivals. Measured on
  * one H200 (docs/results-loopback-1xh200.md, session 4, 2 ranks, graph): 2.77 us against 2.91 at
  * 512 KB, 3.56 against 4.44 at 1 MB, 5.98 against 6.71 at 2 MB; below 128 KB the smaller blocks
  * are faster (1.55 against 1.71 us at 32 KB).
@@ -168,17 +171,15 @@ struct LamportOneShotArgs {
                          // and 8 ranks only (kernels/lamport_oneshot_variants.cu), else
                          // cudaErrorInvalidValue
   LamportFastPass fastPass;  // kFast with vectorsPerThread 0 or 1: kAuto (0) = kSinglePass where its
-                             // grid holds the message, else kGridStridedStash where its grid and
-                             // stash hold it, else kGridStrided; kSinglePass: where its grid holds
-                             // the message, else kGridStrided; kGridStrided and kGridStridedStash
-                             // always; kSinglePassNoBarrier (A/B, bf16 at 2, 4, 8 ranks only) where
+                             // grid holds the message, else kGridStrided; kSinglePass means the
+                             // same; kGridStrided and kGridStridedStash always; kSinglePassNoBarrier (A/B, bf16 at 2, 4, 8 ranks only) where
                              // its grid holds the message. Anything else, or a value other than
                              // kAuto for another variant or shape: cudaErrorInvalidValue
   int minBlocksPerSm;  // kFast, A/B only: 0 = the shipped kernel; 5 or 7 = its grid-strided
                        // one-vector kernel compiled for that many blocks of 256 + 32 threads per
                        // SM (a register cap through __launch_bounds__), bf16 at 2, 4 and 8 ranks,
-                       // at most 256 data threads per block (kernels/lamport_oneshot_variants.cu);
-                       // else cudaErrorInvalidValue
+                       // at most 256 data threads per block, fastPass kAuto
+                       // (kernels/lamport_oneshot_variants.cu); else cudaErrorInvalidValue
 };
 
 /**
@@ -195,7 +196,7 @@ cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t st
  * Blocks the launcher gives a one-shot launch of `args` (before maxBlocks): min(vectors / threads,
  * the residency bound of the variant), for kFast the bound of its grid-strided kernel. The launcher
  * may give a kFast launch more blocks than this: the single-pass kernel (LamportFastPass), where its
- * own, larger bound holds the whole message (e.g. bf16 at 2 ranks on an H200, about 470-810 KB).
+ * own, larger bound holds the whole message (e.g. bf16 at 2 ranks on an H200, up to about 946 KB).
  * As a maxBlocks cap the value stays safe: the launch then takes the grid-strided kernel. 0 for
  * invalid args. Current device; cached like a launch.
  */

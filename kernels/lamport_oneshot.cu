@@ -237,7 +237,7 @@ LaunchShape shapeFor(const LamportOneShotArgs& args) {
 /**
  * The shape of kFast's `pass` kernel for args, with base's block size: kSinglePass and
  * kGridStridedStash from the shipped kernels (the stash with its dynamic shared memory),
- * kSinglePassNoBarrier from the A/B ones (their last cache slot but one). A null kernel where args
+ * kSinglePassNoBarrier from the A/B ones (their last cache slot, kLamportNoBarrierSlot). A null kernel where args
  * take none: not kFast, or an A/B vectors-per-thread / register-cap shape.
  */
 LaunchShape fastPassShape(const LamportOneShotArgs& args, const LaunchShape& base, LamportFastPass pass) {
@@ -368,8 +368,10 @@ cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t st
   int resident = 0;
   size_t blocks = 0;
   // kFast (LamportFastPass kAuto): the single-pass kernel where its grid, bounded with its own
-  // occupancy, holds the whole message; else the stash kernel where its grid holds it in registers
-  // and the stash (no input vector read twice); else the grid-strided kernel.
+  // occupancy, holds the whole message; else the grid-strided kernel. The stash kernel only when
+  // asked for (kGridStridedStash): it is the one kernel with dynamic shared memory, and whether an
+  // SM whose carveout was set for a spinning kernel without any can still take its blocks (the
+  // co-residency argument of kLamportResidencyShare) is not measured yet.
   const LamportFastPass pass = args.fastPass;
   const size_t vectors = messageVectors(args);
   bool chosen = false;
@@ -383,14 +385,12 @@ cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t st
       if (chosen) shape = onePass;
     }
   }
-  if (!chosen && (pass == LamportFastPass::kAuto || pass == LamportFastPass::kGridStridedStash)) {
+  if (pass == LamportFastPass::kGridStridedStash) {
     const LaunchShape stash = fastPassShape(args, shape, LamportFastPass::kGridStridedStash);
     if (stash.kernel != nullptr) {
       blocks = gridBlocks(args, stash, device, &resident);
-      const size_t perGroup = blocks * static_cast<size_t>(stash.dataThreads);
-      const size_t groups = (vectors + perGroup - 1) / perGroup;
-      chosen = pass == LamportFastPass::kGridStridedStash || groups <= 1 + static_cast<size_t>(kLamportFastStashGroups);
-      if (chosen) shape = stash;
+      chosen = true;
+      shape = stash;
     }
   }
   if (!chosen) blocks = gridBlocks(args, shape, device, &resident);

@@ -29,7 +29,7 @@ namespace nccl_lamport {
 /** Largest data-thread count per block of the fast kernel (one control warp is added). */
 constexpr int kLamportFastMaxThreads = 512;
 /**
- * LamportFastPass::kGridStridedStash (A/B): input vectors a data thread keeps in dynamic shared
+ * LamportFastPass::kGridStridedStash (opt-in): input vectors a data thread keeps in dynamic shared
  * memory, beyond its first (in registers), for the reduce pass, instead of reading sendbuff again:
  * kLamportFastStashGroups * data threads * 16 bytes per block. Three cover a 2 MB message at 2
  * ranks with 256-thread blocks on an H200 (132 blocks of 256 threads, about 3.9 vectors a thread).
@@ -145,6 +145,7 @@ __device__ __forceinline__ LamportVec reduceVector(const LamportVec (&vals)[NRAN
  * K defaults to the shipped choice (1); other values are A/B variants (lamport_oneshot_variants.cu).
  * PASS (LamportFastPass): kSinglePass / kSinglePassNoBarrier need a grid of at least
  * ceil(vectors / K / data threads) blocks (the launcher checks) and leave out the grid-stride loops.
+ * kGridStridedStash needs kLamportFastStashGroups * data threads * 16 bytes of dynamic shared memory.
  */
 template <typename T, LamportReduceOp OP, int NRANKS, int K, LamportFastPass PASS>
 __device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs& args) {

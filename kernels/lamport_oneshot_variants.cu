@@ -38,6 +38,16 @@ constexpr FastShape kShapes[] = {
     {8, 2, 0}, {8, 1, 5}, {8, 1, 7},             // 8 ranks
 };
 
+/** Shapes listed for nRanks: each takes a cache slot below kLamportNoBarrierSlot. */
+constexpr int shapesFor(int nRanks) {
+  int n = 0;
+  for (const FastShape& shape : kShapes) n += shape.nRanks == nRanks ? 1 : 0;
+  return n;
+}
+static_assert(shapesFor(2) < kLamportNoBarrierSlot && shapesFor(4) < kLamportNoBarrierSlot &&
+                  shapesFor(8) < kLamportNoBarrierSlot,
+              "more A/B shapes for one nRanks than cache slots (kLamportFastShapeSlots)");
+
 template <typename T, LamportReduceOp OP>
 LamportKernelFn shapeKernel(int index) {
   switch (index) {

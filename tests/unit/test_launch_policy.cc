@@ -69,16 +69,5 @@ TEST(LaunchPolicy, OneShotTakesWideBlocksFrom128KB) {
   EXPECT_EQ(lamportDefaultDataThreads(false, size_t{64} << 20), kLamportFastSmallBlockThreads);
 }
 
-TEST(LaunchPolicy, WideBlocksPackMoreDataThreadsIntoAnSm) {
-  // Why the wide blocks: an SM holds 2048 threads (sm_90); each block adds a 32-thread control
-  // warp. Where threads, not registers, limit the blocks per SM, the wide blocks must carry more
-  // data threads per SM, or the same share of the device moves fewer vectors at once.
-  constexpr int kThreadsPerSm = 2048;
-  auto dataThreadsPerSm = [](int dataThreads) { return (kThreadsPerSm / (dataThreads + 32)) * dataThreads; };
-  EXPECT_GT(dataThreadsPerSm(kLamportFastWideBlockThreads), dataThreadsPerSm(kLamportFastSmallBlockThreads));
-  EXPECT_EQ(kLamportFastWideBlockThreads % 32, 0);
-  EXPECT_LE(kLamportFastWideBlockThreads + 32, 512 + 32);
-}
-
 }  // namespace
 }  // namespace nccl_lamport
