@@ -39,10 +39,11 @@ struct LoopbackVariant {
  * residency bound of issue 10.1 (fast-nobound: what the bound costs), the earlier default (an
  * eighth of the device, early PDL trigger: fast-share8-early), a quarter with the early trigger
  * (fast-share4-early), the late trigger always (fast-late), and two-shot (default and
- * twoshot-share8-early) where nRanks >= 4. For bf16 at 2, 4 and 8 ranks also the kernel shapes
- * of kernels/lamport_oneshot_variants.cu: more vectors per data thread (fast-k2, fast-k4) and the
- * single-pass kernel without its block barrier (fast-1pass-nobar). fast-strided: the grid-strided
- * kernel at every size (LamportFastPass::kGridStrided).
+ * twoshot-share8-early, twoshot-t256) where nRanks >= 4. For bf16 at 2, 4 and 8 ranks also the
+ * kernel shapes of kernels/lamport_oneshot_variants.cu: more vectors per data thread (fast-k2,
+ * fast-k4), register caps (fast-cap5, fast-cap7) and the single-pass kernel without its block
+ * barrier (fast-1pass-nobar). At every size: the grid-strided kernel (fast-strided), the stash
+ * kernel (fast-stash) and 128 data threads (fast-t128, the block size below 128 KB).
  */
 [[nodiscard]] std::vector<LoopbackVariant> loopbackVariants(int nRanks, DType dtype = DType::kBf16);
 

@@ -208,6 +208,7 @@ LaunchShape shapeFor(const LamportOneShotArgs& args) {
       break;
     case LamportFastPass::kGridStrided:
     case LamportFastPass::kSinglePass:
+    case LamportFastPass::kGridStridedStash:
       if (args.variant != LamportKernelVariant::kFast || abShape) return shape;
       break;
     case LamportFastPass::kSinglePassNoBarrier:
@@ -215,9 +216,6 @@ LaunchShape shapeFor(const LamportOneShotArgs& args) {
           selectFastNoBarrierKernel(args.datatype, args.op, args.layout.nRanks) == nullptr) {
         return shape;
       }
-      break;
-    case LamportFastPass::kGridStridedStash:
-      if (args.variant != LamportKernelVariant::kFast || abShape) return shape;
       break;
     default:
       return shape;
@@ -385,14 +383,8 @@ cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t st
       if (chosen) shape = onePass;
     }
   }
-  if (pass == LamportFastPass::kGridStridedStash) {
-    const LaunchShape stash = fastPassShape(args, shape, LamportFastPass::kGridStridedStash);
-    if (stash.kernel != nullptr) {
-      blocks = gridBlocks(args, stash, device, &resident);
-      chosen = true;
-      shape = stash;
-    }
-  }
+  // shapeFor accepted kGridStridedStash only for kFast without an A/B shape: its kernel exists.
+  if (pass == LamportFastPass::kGridStridedStash) shape = fastPassShape(args, shape, pass);
   if (!chosen) blocks = gridBlocks(args, shape, device, &resident);
   cudaLaunchAttribute attribute[1];
   cudaLaunchConfig_t config = {};

@@ -139,7 +139,8 @@ __device__ __forceinline__ LamportVec reduceVector(const LamportVec (&vals)[NRAN
 
 /**
  * kFast one-shot allreduce (the body of lamportOneShotFastKernel below; A/B kernels with other
- * launch bounds share it: lamport_oneshot_variants.cu). blockDim.x = data threads + 32 (the control warp is the last warp).
+ * launch bounds share it: lamport_oneshot_variants.cu). blockDim.x = data threads + 32 (the
+ * control warp is the last warp).
  * NRANKS = 2, 4, 8 unroll; 0 = generic 2 <= nRanks <= kLamportMaxRanks (one vector per thread per
  * step, peers polled in chunks). Vector v is handled by data thread v % stride, in groups of K.
  * K defaults to the shipped choice (1); other values are A/B variants (lamport_oneshot_variants.cu).
