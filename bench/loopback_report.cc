@@ -35,8 +35,12 @@ std::vector<LoopbackVariant> loopbackVariants(int nRanks, DType dtype) {
   LoopbackVariant strided{"fast-strided", false, false, 0, true};
   strided.fastPass = 1;
   v.push_back(strided);
-  // The grid-strided kernel with the shared-memory stash at every size
-  // (LamportFastPass::kGridStridedStash, opt-in): what the default would gain from it.
+  // kAuto without the stash and the early-trigger condition (LamportFastPass::kSinglePass: the
+  // single pass where it fits, else the plain grid-strided kernel): the default of session 5's
+  // final tree; and the stash kernel at every size (kGridStridedStash), where kAuto's cut-off lies.
+  LoopbackVariant noStash{"fast-nostash", false, false, 0, true};
+  noStash.fastPass = 2;
+  v.push_back(noStash);
   LoopbackVariant stash{"fast-stash", false, false, 0, true};
   stash.fastPass = 4;
   v.push_back(stash);

@@ -52,15 +52,15 @@ enum class LamportKernelVariant : int { kFast = 0, kBaseline = 1, kTwoShot = 2 }
  * a grid with one vector per data thread for the whole message, so the kernel has no grid-stride
  * loop (10 KB of code against 17 KB at 2 ranks: 0.1 us a call less up to 32 KB on one H200,
  * docs/results-loopback-1xh200.md, session 4). kAuto, the default: kSinglePass where such a grid
- * fits the residency bound, else kGridStrided. kSinglePassNoBarrier (A/B, bf16 at 2, 4, 8 ranks):
+ * fits the residency bound and gets the early PDL trigger, else kGridStridedStash where that fits,
+ * else one of the two others (lamportAutoFastPass has the rule). kSinglePassNoBarrier (A/B, bf16 at 2, 4, 8 ranks):
  * kSinglePass with every thread reading the rotation state itself instead of a block barrier
- * (measured slower). kGridStridedStash (opt-in, every datatype and nRanks): kGridStrided keeping
+ * (measured slower). kGridStridedStash (every datatype and nRanks): kGridStrided keeping
  * up to kLamportFastStashGroups further input vectors a thread in dynamic shared memory for the
  * reduce pass instead of reading sendbuff twice (2 ranks, 256-thread blocks, loopback on one H200:
  * 5.41 us against 6.00 at 2 MB, 3.33 against 3.60 at 1 MB; docs/results-loopback-1xh200.md,
- * session 5). Not taken by kAuto yet: it is the only kernel with dynamic shared memory, and
- * whether its blocks still fit on SMs whose carveout a spinning kernel without any has set (the
- * co-residency of issue 10 point 1) is not measured.
+ * session 5). Every kFast and kTwoShot launch carries its dynamic shared memory
+ * (lamportDynamicSmemBytes), so that its blocks fit beside any of them.
  */
 enum class LamportFastPass : int {
   kAuto = 0,
@@ -112,6 +112,49 @@ constexpr size_t kLamportWideBlockMinBytes = size_t{128} * 1024;
 constexpr int lamportDefaultDataThreads(bool oneShot, size_t messageBytes) {
   return oneShot && messageBytes >= kLamportWideBlockMinBytes ? kLamportFastWideBlockThreads
                                                               : kLamportFastSmallBlockThreads;
+}
+
+/**
+ * Input vectors a data thread of kFast's stash kernel (LamportFastPass::kGridStridedStash) keeps in
+ * dynamic shared memory beyond its first (in registers), for the reduce pass, instead of reading
+ * sendbuff again. At 2 ranks with 256-thread blocks on an H200 (132 blocks of 256 threads) the
+ * grid then holds up to about 2.1 MB.
+ */
+constexpr int kLamportFastStashGroups = 3;
+
+/**
+ * Dynamic shared memory, in bytes, of every kFast and kTwoShot launch with dataThreads data threads
+ * per block: the stash's kLamportFastStashGroups 16-byte vectors a data thread, whether the kernel
+ * uses it or not. Why every kernel: an SM's shared-memory carveout is set for the blocks it runs,
+ * so an SM configured for a spinning kernel with almost no shared memory might not take a stash
+ * block beside it, which is the deadlock of issue 10 point 1. With one size per block size, the
+ * co-residency argument of kLamportResidencyShare covers every mix of these kernels. At most 24 KB
+ * (512 data threads); it does not lower the blocks an SM holds (registers limit them first).
+ */
+constexpr size_t lamportDynamicSmemBytes(int dataThreads) {
+  return static_cast<size_t>(kLamportFastStashGroups) * static_cast<size_t>(dataThreads) * 16;
+}
+
+/**
+ * Which of kFast's kernels its kAuto pass launches (host code, no CUDA call):
+ *  1. kSinglePass where its grid holds the message (onePassFits) and gets the early PDL trigger
+ *     (!onePassLate): the least code per call;
+ *  2. else kGridStridedStash where a thread of its grid walks at most 1 + kLamportFastStashGroups
+ *     groups (stashGroups) and that grid is no smaller than the plain grid-strided one
+ *     (stashBlocks >= stridedBlocks; at 8 ranks the stash kernel has more registers, hence fewer
+ *     blocks). Measured on one H200 (loopback, 2 ranks, session 5): 2 MB 5.41 us against 6.00,
+ *     1 MB 3.33 against 3.60; where the single pass needs the late trigger the grid-strided
+ *     kernels were faster at the same grid (512 KB: 2.70 against 2.82);
+ *  3. else kSinglePass where its grid holds the message (late trigger);
+ *  4. else kGridStrided.
+ */
+constexpr LamportFastPass lamportAutoFastPass(bool onePassFits, bool onePassLate, size_t stashGroups,
+                                              size_t stashBlocks, size_t stridedBlocks) {
+  if (onePassFits && !onePassLate) return LamportFastPass::kSinglePass;
+  if (stashGroups <= 1 + static_cast<size_t>(kLamportFastStashGroups) && stashBlocks >= stridedBlocks) {
+    return LamportFastPass::kGridStridedStash;
+  }
+  return onePassFits ? LamportFastPass::kSinglePass : LamportFastPass::kGridStrided;
 }
 
 /**
@@ -171,8 +214,9 @@ struct LamportOneShotArgs {
                          // and 8 ranks only (kernels/lamport_oneshot_variants.cu), else
                          // cudaErrorInvalidValue
   LamportFastPass fastPass;  // kFast with vectorsPerThread 0 or 1: kAuto (0) = kSinglePass where its
-                             // grid holds the message, else kGridStrided; kSinglePass means the
-                             // same; kGridStrided and kGridStridedStash always; kSinglePassNoBarrier (A/B, bf16 at 2, 4, 8 ranks only) where
+                             // grid holds the message and gets the early trigger, else
+                             // lamportAutoFastPass; kSinglePass: where its grid holds the message,
+                             // else kGridStrided; kGridStrided and kGridStridedStash always; kSinglePassNoBarrier (A/B, bf16 at 2, 4, 8 ranks only) where
                              // its grid holds the message. Anything else, or a value other than
                              // kAuto for another variant or shape: cudaErrorInvalidValue
   int minBlocksPerSm;  // kFast, A/B only: 0 = the shipped kernel; 5 or 7 = its grid-strided
@@ -203,9 +247,9 @@ cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t st
 int lamportOneShotGridBlocks(const LamportOneShotArgs& args);
 
 /**
- * Blocks of the args' kernel variant (datatype, op, nRanks, variant, blockThreads; for kFast its
- * grid-strided kernel, whose count is the smaller) the current device holds at once (occupancy x
- * SMs); 0 for invalid args. Cached per device and variant. To share one GPU between N grids of any
+ * Blocks of the args' kernel variant (datatype, op, nRanks, variant, blockThreads; for kFast the
+ * fewest of the kernels a launch may pick: single pass, stash, grid-strided) the current device
+ * holds at once (occupancy x SMs, with lamportDynamicSmemBytes); 0 for invalid args. Cached per device and variant. To share one GPU between N grids of any
  * kFast kernel, set residencyShare >= N rather than maxBlocks from this count.
  */
 int lamportOneShotResidentBlocks(const LamportOneShotArgs& args);

@@ -1,5 +1,6 @@
 // Host launchers of the Lamport one-shot kernel and the workspace init (lamport_allreduce.h).
 // No policy here: validate, size the grid, launch, return the launch's cudaError_t.
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 
@@ -118,12 +119,8 @@ OneShotKernel selectKernel(LamportDataType datatype, LamportReduceOp op, int nRa
   return nullptr;
 }
 
-/** Dynamic shared memory of a kFast launch of `pass` with dataThreads per block (the stash). */
-size_t fastDynamicSmemBytes(LamportFastPass pass, int dataThreads) {
-  return pass == LamportFastPass::kGridStridedStash
-             ? static_cast<size_t>(kLamportFastStashGroups) * static_cast<size_t>(dataThreads) * kLamportVectorBytes
-             : 0;
-}
+static_assert(lamportDynamicSmemBytes(kLamportFastMaxThreads) <= 48 * 1024,
+              "above 48 KB of dynamic shared memory a kernel needs an opt-in attribute");
 
 /** Block sizes a launch may use, as an index of the grid-limit cache: 32..512 in steps of 32. */
 constexpr int kThreadSlots = kLamportFastMaxThreads / 32;
@@ -168,7 +165,7 @@ struct LaunchShape {
   int dataThreads = 0;   // threads that carry vectors
   int blockThreads = 0;  // dataThreads (+ 32 for kFast's control warp)
   int cacheIndex = 0;
-  size_t dynamicSmemBytes = 0;  // kGridStridedStash only
+  size_t dynamicSmemBytes = 0;  // kFast and kTwoShot: lamportDynamicSmemBytes(dataThreads)
 };
 
 /** True when args ask for an A/B shape: vectors per thread or a register cap (lamport_oneshot_variants.cu). */
@@ -196,6 +193,7 @@ LaunchShape shapeFor(const LamportOneShotArgs& args) {
     if (threads < 32 || threads > kLamportFastMaxThreads || threads % 32 != 0) return shape;
     shape.dataThreads = threads;
     shape.blockThreads = threads + 32;
+    shape.dynamicSmemBytes = lamportDynamicSmemBytes(threads);
   }
   const bool abShape = isAbShape(args);
   if (args.vectorsPerThread < 0 || args.minBlocksPerSm < 0 || (abShape && args.variant != LamportKernelVariant::kFast)) {
@@ -234,7 +232,7 @@ LaunchShape shapeFor(const LamportOneShotArgs& args) {
 
 /**
  * The shape of kFast's `pass` kernel for args, with base's block size: kSinglePass and
- * kGridStridedStash from the shipped kernels (the stash with its dynamic shared memory),
+ * kGridStridedStash from the shipped kernels,
  * kSinglePassNoBarrier from the A/B ones (their last cache slot, kLamportNoBarrierSlot). A null kernel where args
  * take none: not kFast, or an A/B vectors-per-thread / register-cap shape.
  */
@@ -249,7 +247,6 @@ LaunchShape fastPassShape(const LamportOneShotArgs& args, const LaunchShape& bas
   }
   shape.kernel = selectKernel(args.datatype, args.op, args.layout.nRanks, args.variant, pass);
   shape.cacheIndex = variantIndex(args.datatype, args.op, args.layout.nRanks, args.variant, shape.dataThreads, pass);
-  shape.dynamicSmemBytes = fastDynamicSmemBytes(pass, shape.dataThreads);
   return shape;
 }
 
@@ -365,26 +362,39 @@ cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t st
   if (cudaGetDevice(&device) != cudaSuccess) device = -1;
   int resident = 0;
   size_t blocks = 0;
-  // kFast (LamportFastPass kAuto): the single-pass kernel where its grid, bounded with its own
-  // occupancy, holds the whole message; else the grid-strided kernel. The stash kernel only when
-  // asked for (kGridStridedStash): it is the one kernel with dynamic shared memory, and whether an
-  // SM whose carveout was set for a spinning kernel without any can still take its blocks (the
-  // co-residency argument of kLamportResidencyShare) is not measured yet.
+  // kFast: kAuto picks one of its kernels (lamportAutoFastPass); kSinglePass and
+  // kSinglePassNoBarrier take the single pass where its grid holds the message, else kGridStrided;
+  // the other passes are what they say. Each grid is bounded with its own kernel's occupancy.
   const LamportFastPass pass = args.fastPass;
   const size_t vectors = messageVectors(args);
+  const LaunchShape onePass = pass == LamportFastPass::kAuto || pass == LamportFastPass::kSinglePass
+                                  ? fastPassShape(args, shape, LamportFastPass::kSinglePass)
+                              : pass == LamportFastPass::kSinglePassNoBarrier
+                                  ? fastPassShape(args, shape, LamportFastPass::kSinglePassNoBarrier)
+                                  : LaunchShape{};
   bool chosen = false;
-  if (pass == LamportFastPass::kAuto || pass == LamportFastPass::kSinglePass ||
-      pass == LamportFastPass::kSinglePassNoBarrier) {
-    const LaunchShape onePass = fastPassShape(
-        args, shape, pass == LamportFastPass::kAuto ? LamportFastPass::kSinglePass : pass);
-    if (onePass.kernel != nullptr) {
-      blocks = gridBlocks(args, onePass, device, &resident);
-      chosen = blocks * static_cast<size_t>(onePass.dataThreads) >= vectors;
-      if (chosen) shape = onePass;
+  if (onePass.kernel != nullptr) {
+    int onePassResident = 0;
+    const size_t onePassBlocks = gridBlocks(args, onePass, device, &onePassResident);
+    const bool fits = onePassBlocks * static_cast<size_t>(onePass.dataThreads) >= vectors;
+    LamportFastPass use = fits ? LamportFastPass::kSinglePass : LamportFastPass::kGridStrided;
+    if (pass == LamportFastPass::kAuto) {
+      const LaunchShape stash = fastPassShape(args, shape, LamportFastPass::kGridStridedStash);
+      const size_t stashBlocks = gridBlocks(args, stash, device);
+      const size_t perGroup = stashBlocks * static_cast<size_t>(stash.dataThreads);
+      use = lamportAutoFastPass(fits, lamportUseLateTrigger(args.triggerAfterWait, onePassBlocks, onePassResident),
+                                (vectors + perGroup - 1) / perGroup, stashBlocks, gridBlocks(args, shape, device));
+      if (use == LamportFastPass::kGridStridedStash) shape = stash;
     }
+    if (use == LamportFastPass::kSinglePass) {
+      shape = onePass;
+      blocks = onePassBlocks;
+      resident = onePassResident;
+      chosen = true;
+    }
+  } else if (pass == LamportFastPass::kGridStridedStash) {
+    shape = fastPassShape(args, shape, LamportFastPass::kGridStridedStash);
   }
-  // shapeFor accepted kGridStridedStash only for kFast without an A/B shape: its kernel exists.
-  if (pass == LamportFastPass::kGridStridedStash) shape = fastPassShape(args, shape, pass);
   if (!chosen) blocks = gridBlocks(args, shape, device, &resident);
   cudaLaunchAttribute attribute[1];
   cudaLaunchConfig_t config = {};
@@ -420,7 +430,15 @@ int lamportOneShotResidentBlocks(const LamportOneShotArgs& args) {
   if (!argsValid(args, shape)) return 0;
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) device = -1;
-  return maxResidentBlocks(shape.kernel, shape.cacheIndex, shape.blockThreads, device, shape.dynamicSmemBytes);
+  int blocks = maxResidentBlocks(shape.kernel, shape.cacheIndex, shape.blockThreads, device, shape.dynamicSmemBytes);
+  // kFast: the fewest of the kernels a launch may pick (single pass, stash, grid-strided).
+  for (LamportFastPass pass : {LamportFastPass::kSinglePass, LamportFastPass::kGridStridedStash}) {
+    const LaunchShape other = fastPassShape(args, shape, pass);
+    if (other.kernel == nullptr) continue;
+    blocks = std::min(blocks, maxResidentBlocks(other.kernel, other.cacheIndex, other.blockThreads, device,
+                                                other.dynamicSmemBytes));
+  }
+  return blocks;
 }
 
 int lamportOneShotGridBlocks(const LamportOneShotArgs& args) {
@@ -453,7 +471,8 @@ cudaError_t lamportPrepareKernels(int nRanks) {
         }
         if (variant == LamportKernelVariant::kTwoShot) {  // one block size (lamportDefaultDataThreads)
           maxResidentBlocks(kernel, variantIndex(datatype, op, nRanks, variant, kLamportFastSmallBlockThreads),
-                            kLamportFastSmallBlockThreads + 32, device);
+                            kLamportFastSmallBlockThreads + 32, device,
+                            lamportDynamicSmemBytes(kLamportFastSmallBlockThreads));
           continue;
         }
         // kFast: each of its kernels (LamportFastPass) at both default block sizes.
@@ -463,7 +482,7 @@ cudaError_t lamportPrepareKernels(int nRanks) {
           if (passErr != cudaSuccess) return passErr;
           for (int dataThreads : {kLamportFastSmallBlockThreads, kLamportFastWideBlockThreads}) {
             maxResidentBlocks(passKernel, variantIndex(datatype, op, nRanks, variant, dataThreads, pass),
-                              dataThreads + 32, device, fastDynamicSmemBytes(pass, dataThreads));
+                              dataThreads + 32, device, lamportDynamicSmemBytes(dataThreads));
           }
         }
       }

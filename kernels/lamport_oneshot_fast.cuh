@@ -28,13 +28,6 @@ namespace nccl_lamport {
 
 /** Largest data-thread count per block of the fast kernel (one control warp is added). */
 constexpr int kLamportFastMaxThreads = 512;
-/**
- * LamportFastPass::kGridStridedStash (opt-in): input vectors a data thread keeps in dynamic shared
- * memory, beyond its first (in registers), for the reduce pass, instead of reading sendbuff again:
- * kLamportFastStashGroups * data threads * 16 bytes per block. Three cover a 2 MB message at 2
- * ranks with 256-thread blocks on an H200 (132 blocks of 256 threads, about 3.9 vectors a thread).
- */
-constexpr int kLamportFastStashGroups = 3;
 
 namespace oneshot {
 

@@ -110,8 +110,9 @@ TEST(GpuLamportOneShot, OppositeOrderWithBackToBackCallsDoesNotDeadlock) {
 // Different kernels in the two communicators, 2 ranks, 3 calls a stream: A's grid-strided kernel
 // (2, 8, 16 MiB) against C's single pass with the late PDL trigger (512 KiB) or the early one
 // (64 KiB), and against C's stash kernel (LamportFastPass::kGridStridedStash, 2 MiB): the one
-// kernel with dynamic shared memory, whose blocks must still find room on SMs where A's spinning
-// blocks set the shared-memory carveout (the open question that keeps it out of kAuto).
+// kernel that uses its dynamic shared memory, whose blocks must still find room on SMs where A's
+// spinning blocks set the shared-memory carveout (every launch carries the same amount:
+// lamportDynamicSmemBytes).
 TEST(GpuLamportOneShot, OppositeOrderWithDifferentKernelsDoesNotDeadlock) {
   SKIP_WITHOUT_GPU();
   struct Pair {
