@@ -80,6 +80,11 @@ std::vector<LoopbackVariant> loopbackVariants(int nRanks, DType dtype) {
     LoopbackVariant noBarrier{"fast-1pass-nobar", false, false, 0, true};
     noBarrier.fastPass = 3;
     v.push_back(noBarrier);
+    // The stash kernel with its groups copied into shared memory at entry, all in flight together
+    // (kGridStridedStashPrefetch), at every size.
+    LoopbackVariant prefetch{"fast-stash-prefetch", false, false, 0, true};
+    prefetch.fastPass = 5;
+    v.push_back(prefetch);
   }
   if (nRanks >= 4) {
     v.push_back({"twoshot", false, true, 0, true});

@@ -52,22 +52,27 @@ enum class LamportKernelVariant : int { kFast = 0, kBaseline = 1, kTwoShot = 2 }
  * a grid with one vector per data thread for the whole message, so the kernel has no grid-stride
  * loop (10 KB of code against 17 KB at 2 ranks: 0.1 us a call less up to 32 KB on one H200,
  * docs/results-loopback-1xh200.md, session 4). kAuto, the default: kSinglePass where such a grid
- * fits the residency bound and gets the early PDL trigger, else kGridStridedStash where that fits,
- * else one of the two others (lamportAutoFastPass has the rule). kSinglePassNoBarrier (A/B, bf16 at 2, 4, 8 ranks):
- * kSinglePass with every thread reading the rotation state itself instead of a block barrier
- * (measured slower). kGridStridedStash (every datatype and nRanks): kGridStrided keeping
- * up to kLamportFastStashGroups further input vectors a thread in dynamic shared memory for the
- * reduce pass instead of reading sendbuff twice (2 ranks, 256-thread blocks, loopback on one H200:
- * 5.41 us against 6.00 at 2 MB, 3.33 against 3.60 at 1 MB; docs/results-loopback-1xh200.md,
- * session 5). Every kFast and kTwoShot launch carries its dynamic shared memory
+ * fits the residency bound and gets the early PDL trigger, else kGridStridedStash
+ * (lamportAutoFastPass). kSinglePassNoBarrier (A/B, bf16 at 2, 4, 8 ranks): kSinglePass with
+ * every thread reading the rotation state itself instead of a block barrier (measured slower).
+ * kGridStridedStash (every datatype and nRanks): kGridStrided keeping up to
+ * kLamportFastStashGroups further input vectors a thread in dynamic shared memory for the reduce
+ * pass instead of reading sendbuff twice, and setting each received vector back to the sentinel
+ * as soon as it is reduced, while its line is still in L2, instead of leaving the next round a
+ * clear of the whole buffer (loopback on one H200, 2 ranks, 2 MB: 6.00 us without either, 5.41
+ * with the stash, 5.16 with the in-place clear too; docs/results-loopback-1xh200.md, sessions 5
+ * and 6). Every kFast and kTwoShot launch carries the stash's dynamic shared memory
  * (lamportDynamicSmemBytes), so that its blocks fit beside any of them.
+ * kGridStridedStashPrefetch (A/B, bf16 at 2, 4, 8 ranks): kGridStridedStash with the stash
+ * groups copied from sendbuff into shared memory at entry (cp.async), all in flight together.
  */
 enum class LamportFastPass : int {
   kAuto = 0,
   kGridStrided = 1,
   kSinglePass = 2,
   kSinglePassNoBarrier = 3,
-  kGridStridedStash = 4
+  kGridStridedStash = 4,
+  kGridStridedStashPrefetch = 5
 };
 
 /**
@@ -118,7 +123,7 @@ constexpr int lamportDefaultDataThreads(bool oneShot, size_t messageBytes) {
  * Input vectors a data thread of kFast's stash kernel (LamportFastPass::kGridStridedStash) keeps in
  * dynamic shared memory beyond its first (in registers), for the reduce pass, instead of reading
  * sendbuff again. At 2 ranks with 256-thread blocks on an H200 (132 blocks of 256 threads) the
- * grid then holds up to about 2.1 MB.
+ * grid then holds up to about 2.1 MB; beyond that, further groups are read twice (still correct).
  */
 constexpr int kLamportFastStashGroups = 3;
 
@@ -136,25 +141,17 @@ constexpr size_t lamportDynamicSmemBytes(int dataThreads) {
 }
 
 /**
- * Which of kFast's kernels its kAuto pass launches (host code, no CUDA call):
- *  1. kSinglePass where its grid holds the message (onePassFits) and gets the early PDL trigger
- *     (!onePassLate): the least code per call;
- *  2. else kGridStridedStash where a thread of its grid walks at most 1 + kLamportFastStashGroups
- *     groups (stashGroups) and that grid is no smaller than the plain grid-strided one
- *     (stashBlocks >= stridedBlocks; at 8 ranks the stash kernel has more registers, hence fewer
- *     blocks). Measured on one H200 (loopback, 2 ranks, session 5): 2 MB 5.41 us against 6.00,
- *     1 MB 3.33 against 3.60; where the single pass needs the late trigger the grid-strided
- *     kernels were faster at the same grid (512 KB: 2.70 against 2.82);
- *  3. else kSinglePass where its grid holds the message (late trigger);
- *  4. else kGridStrided.
+ * Which of kFast's kernels its kAuto pass launches (host code, no CUDA call): kSinglePass where its
+ * grid holds the message (onePassFits) and gets the early PDL trigger (!onePassLate), the least
+ * code per call; else kGridStridedStash, which reads sendbuff once for up to
+ * 1 + kLamportFastStashGroups groups a thread and clears what it received in place. Measured on
+ * one H200 (loopback, graph, bf16; docs/results-loopback-1xh200.md, session 6), the stash kernel
+ * against the single pass / plain grid-strided kernel: 2 ranks 512 KB 2.6 us against 2.8, 2 MB
+ * 5.2 against 6.0; 4 ranks 2 MB 25.3 against 30.2; 8 ranks 2 MB 108 against 117 (its grid is
+ * smaller there: more registers; it is faster all the same).
  */
-constexpr LamportFastPass lamportAutoFastPass(bool onePassFits, bool onePassLate, size_t stashGroups,
-                                              size_t stashBlocks, size_t stridedBlocks) {
-  if (onePassFits && !onePassLate) return LamportFastPass::kSinglePass;
-  if (stashGroups <= 1 + static_cast<size_t>(kLamportFastStashGroups) && stashBlocks >= stridedBlocks) {
-    return LamportFastPass::kGridStridedStash;
-  }
-  return onePassFits ? LamportFastPass::kSinglePass : LamportFastPass::kGridStrided;
+constexpr LamportFastPass lamportAutoFastPass(bool onePassFits, bool onePassLate) {
+  return onePassFits && !onePassLate ? LamportFastPass::kSinglePass : LamportFastPass::kGridStridedStash;
 }
 
 /**
@@ -213,12 +210,15 @@ struct LamportOneShotArgs {
                          // together; 0 or 1 = the shipped kernel. 2 and 4 exist for bf16 at 2, 4
                          // and 8 ranks only (kernels/lamport_oneshot_variants.cu), else
                          // cudaErrorInvalidValue
-  LamportFastPass fastPass;  // kFast with vectorsPerThread 0 or 1: kAuto (0) = kSinglePass where its
-                             // grid holds the message and gets the early trigger, else
-                             // lamportAutoFastPass; kSinglePass: where its grid holds the message,
-                             // else kGridStrided; kGridStrided and kGridStridedStash always; kSinglePassNoBarrier (A/B, bf16 at 2, 4, 8 ranks only) where
-                             // its grid holds the message. Anything else, or a value other than
-                             // kAuto for another variant or shape: cudaErrorInvalidValue
+  LamportFastPass fastPass;  // kFast with vectorsPerThread 0 or 1: kAuto (0) = lamportAutoFastPass
+                             // (the single pass where its grid holds the message and gets the
+                             // early trigger, else kGridStridedStash); kSinglePass: where its grid
+                             // holds the message, else kGridStrided; kGridStrided and
+                             // kGridStridedStash always; kSinglePassNoBarrier (A/B, bf16 at 2, 4, 8
+                             // ranks only) where its grid holds the message, else kGridStrided;
+                             // kGridStridedStashPrefetch (A/B, bf16 at 2, 4, 8 ranks) always.
+                             // Anything else, or a value other than kAuto for another variant or
+                             // shape: cudaErrorInvalidValue
   int minBlocksPerSm;  // kFast, A/B only: 0 = the shipped kernel; 5 or 7 = its grid-strided
                        // one-vector kernel compiled for that many blocks of 256 + 32 threads per
                        // SM (a register cap through __launch_bounds__), bf16 at 2, 4 and 8 ranks,

@@ -24,11 +24,13 @@ constexpr int kLamportFastVectorsPerThread = 1;
 
 /**
  * A/B shapes of the kFast one-shot kernel per unrolled nRanks (lamport_oneshot_variants.cu): up to
- * 4 with more vectors per thread or a register cap, then the single-pass kernel without the block
- * barrier (the last slot, kLamportNoBarrierSlot).
+ * 4 with more vectors per thread or a register cap, then the A/B passes: the single-pass kernel
+ * without the block barrier (kLamportNoBarrierSlot) and the stash kernel that prefetches its
+ * groups (kLamportPrefetchSlot).
  */
-constexpr int kLamportFastShapeSlots = 5;
-constexpr int kLamportNoBarrierSlot = kLamportFastShapeSlots;
+constexpr int kLamportFastShapeSlots = 6;
+constexpr int kLamportNoBarrierSlot = 5;
+constexpr int kLamportPrefetchSlot = 6;
 
 /**
  * The kFast one-shot A/B shape with vectorsPerThread vectors per data thread (0 = 1) and, where
@@ -42,10 +44,12 @@ LamportKernelFn selectFastKernelShape(LamportDataType datatype, LamportReduceOp 
                                       int minBlocksPerSm, int* slot);
 
 /**
- * The A/B single-pass kFast kernel without the block barrier (LamportFastPass
- * kSinglePassNoBarrier, one vector per data thread) for bf16, sum and avg, 2, 4 and 8 ranks
- * (lamport_oneshot_variants.cu); null otherwise.
+ * The kernel of an A/B pass of kFast (lamport_oneshot_variants.cu), bf16, sum and avg:
+ * kSinglePassNoBarrier (the single pass without the block barrier) at 2, 4 and 8 ranks,
+ * kGridStridedStashPrefetch at 2, 4 and 8 ranks; null otherwise. *slot gets its grid-limit cache slot
+ * (kLamportNoBarrierSlot or kLamportPrefetchSlot).
  */
-LamportKernelFn selectFastNoBarrierKernel(LamportDataType datatype, LamportReduceOp op, int nRanks);
+LamportKernelFn selectFastAbPassKernel(LamportDataType datatype, LamportReduceOp op, int nRanks, LamportFastPass pass,
+                                       int* slot);
 
 }  // namespace nccl_lamport

@@ -33,7 +33,8 @@ constexpr size_t kLamportControlBytes = 256;
 /** Rotation state, in device memory, advanced only by the kernel (CUDA-graph safe). */
 struct LamportDeviceState {
   uint32_t bufferIndex;    // buffer (0..2) that peers write this round
-  uint32_t dirtyBytes;     // bytes per slot written in the previous round (to clear)
+  uint32_t dirtyBytes;     // bytes per slot the previous round left to clear (0 after a stash
+                           // kernel, which clears what it received in place)
   uint32_t arrivedBlocks;  // blocks of the current launch that finished (last one advances)
   uint32_t roundsDone;     // rounds completed since init (diagnostics)
 };

@@ -210,8 +210,9 @@ LaunchShape shapeFor(const LamportOneShotArgs& args) {
       if (args.variant != LamportKernelVariant::kFast || abShape) return shape;
       break;
     case LamportFastPass::kSinglePassNoBarrier:
+    case LamportFastPass::kGridStridedStashPrefetch:
       if (args.variant != LamportKernelVariant::kFast || abShape ||
-          selectFastNoBarrierKernel(args.datatype, args.op, args.layout.nRanks) == nullptr) {
+          selectFastAbPassKernel(args.datatype, args.op, args.layout.nRanks, args.fastPass, nullptr) == nullptr) {
         return shape;
       }
       break;
@@ -232,17 +233,18 @@ LaunchShape shapeFor(const LamportOneShotArgs& args) {
 
 /**
  * The shape of kFast's `pass` kernel for args, with base's block size: kSinglePass and
- * kGridStridedStash from the shipped kernels,
- * kSinglePassNoBarrier from the A/B ones (their last cache slot, kLamportNoBarrierSlot). A null kernel where args
- * take none: not kFast, or an A/B vectors-per-thread / register-cap shape.
+ * kGridStridedStash from the shipped kernels, kSinglePassNoBarrier and kGridStridedStashPrefetch
+ * from the A/B ones (their cache slots after the shapes). A null kernel where args take none: not
+ * kFast, or an A/B vectors-per-thread / register-cap shape.
  */
 LaunchShape fastPassShape(const LamportOneShotArgs& args, const LaunchShape& base, LamportFastPass pass) {
   LaunchShape shape = base;
   shape.kernel = nullptr;
   if (base.kernel == nullptr || args.variant != LamportKernelVariant::kFast || isAbShape(args)) return shape;
-  if (pass == LamportFastPass::kSinglePassNoBarrier) {
-    shape.kernel = selectFastNoBarrierKernel(args.datatype, args.op, args.layout.nRanks);
-    shape.cacheIndex = shapeIndex(args.op, args.layout.nRanks, kLamportNoBarrierSlot, shape.dataThreads);
+  if (pass == LamportFastPass::kSinglePassNoBarrier || pass == LamportFastPass::kGridStridedStashPrefetch) {
+    int slot = 0;
+    shape.kernel = selectFastAbPassKernel(args.datatype, args.op, args.layout.nRanks, pass, &slot);
+    shape.cacheIndex = shapeIndex(args.op, args.layout.nRanks, slot, shape.dataThreads);
     return shape;
   }
   shape.kernel = selectKernel(args.datatype, args.op, args.layout.nRanks, args.variant, pass);
@@ -379,12 +381,10 @@ cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t st
     const bool fits = onePassBlocks * static_cast<size_t>(onePass.dataThreads) >= vectors;
     LamportFastPass use = fits ? LamportFastPass::kSinglePass : LamportFastPass::kGridStrided;
     if (pass == LamportFastPass::kAuto) {
-      const LaunchShape stash = fastPassShape(args, shape, LamportFastPass::kGridStridedStash);
-      const size_t stashBlocks = gridBlocks(args, stash, device);
-      const size_t perGroup = stashBlocks * static_cast<size_t>(stash.dataThreads);
-      use = lamportAutoFastPass(fits, lamportUseLateTrigger(args.triggerAfterWait, onePassBlocks, onePassResident),
-                                (vectors + perGroup - 1) / perGroup, stashBlocks, gridBlocks(args, shape, device));
-      if (use == LamportFastPass::kGridStridedStash) shape = stash;
+      use = lamportAutoFastPass(fits, lamportUseLateTrigger(args.triggerAfterWait, onePassBlocks, onePassResident));
+      if (use == LamportFastPass::kGridStridedStash) {
+        shape = fastPassShape(args, shape, LamportFastPass::kGridStridedStash);
+      }
     }
     if (use == LamportFastPass::kSinglePass) {
       shape = onePass;
@@ -392,8 +392,8 @@ cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t st
       resident = onePassResident;
       chosen = true;
     }
-  } else if (pass == LamportFastPass::kGridStridedStash) {
-    shape = fastPassShape(args, shape, LamportFastPass::kGridStridedStash);
+  } else if (pass == LamportFastPass::kGridStridedStash || pass == LamportFastPass::kGridStridedStashPrefetch) {
+    shape = fastPassShape(args, shape, pass);
   }
   if (!chosen) blocks = gridBlocks(args, shape, device, &resident);
   cudaLaunchAttribute attribute[1];

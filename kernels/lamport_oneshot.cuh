@@ -8,6 +8,9 @@
 //   3. wait:    poll our own buffer `idx` until no word of any peer's vector is the sentinel,
 //      reduce:  in fp32, in rank order 0..nRanks-1 (own value from registers), scale for avg,
 //               convert once, store to recvbuff (masked tail, any alignment).
+// (kFast's stash kernels clear each received vector right after step 3 instead, and record
+// dirtyBytes 0, so the next round, whichever kernel it runs, has nothing to clear:
+// lamport_oneshot_fast.cuh, clearReceived.)
 // Right after publishing, the last block to arrive advances the rotation state in device memory,
 // so CUDA-graph replays need no host involvement (research/kernel-anchors.md section 1, "Where
 // the rotation state lives"). No fence on the data path; the only fence orders a block's state

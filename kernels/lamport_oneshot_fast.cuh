@@ -15,6 +15,10 @@
 //  - Each data thread owns K vectors of the message at a time (1 as shipped; more are A/B shapes):
 //    it loads them (kept in registers), publishes them all, clears, then issues the polls of every
 //    vector and every peer before testing any, so their latencies overlap.
+//  - Large messages (the stash kernel, kGridStridedStash): a thread's further input vectors wait
+//    in shared memory for the reduce pass instead of being read twice, and each vector received
+//    is set back to the sentinel right after it is reduced, while its line is in L2 (one dirty
+//    line written back once, instead of a second pass over the buffer a round later).
 //  - Grid: one launch takes at most 1/kLamportResidencyShare of the device (issue 10 point 1).
 //    Correct for any grid: vectors are grid-strided, and a thread publishes all its vectors before
 //    it waits on any, so a wait never depends on a block that has not published yet being unable
@@ -115,6 +119,55 @@ __device__ __forceinline__ void pollVectors(LamportVec (&vals)[K][NRANKS], const
   }
 }
 
+/**
+ * LamportFastPass::kGridStridedStashPrefetch: once vector `vec` (own buffer, slot 0) is reduced, the
+ * peers' copies of it are set back to the sentinel right away, while their lines are still in L2,
+ * instead of by the next round's clear of this buffer. No peer writes it again before this kernel
+ * has completed: its next write there is two rounds later, after our next-but-one publish.
+ */
+template <int NRANKS>
+__device__ __forceinline__ void clearReceived(const char* vec, size_t slotBytes, int rank, int nRanks) {
+  const LamportVec empty = lamportEmptyVec();
+  char* const base = const_cast<char*>(vec);
+  if constexpr (NRANKS > 0) {
+#pragma unroll
+    for (int r = 0; r < NRANKS; ++r) {
+      if (r != rank) lamportStoreWeak(base + slotIndex(rank, r) * slotBytes, empty);
+    }
+  } else {
+    for (int r = 0; r < nRanks; ++r) {
+      if (r != rank) lamportStoreWeak(base + slotIndex(rank, r) * slotBytes, empty);
+    }
+  }
+}
+
+/**
+ * LamportFastPass::kGridStridedStashPrefetch: starts copying input vector v into *dst (shared
+ * memory) without waiting (cp.async, sm_80+), where it is a whole, 16-byte aligned vector; else
+ * loads it now (padded, sanitized). The copy is raw: sanitize it when it is read (after
+ * prefetchWait).
+ */
+template <typename Codec>
+__device__ __forceinline__ void prefetchInput(LamportVec* dst, const void* sendbuff, size_t bytes, uint32_t v) {
+  const char* src = static_cast<const char*>(sendbuff) + static_cast<size_t>(v) * kLamportVectorBytes;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if (bytes - static_cast<size_t>(v) * kLamportVectorBytes >= kLamportVectorBytes &&
+      (reinterpret_cast<uintptr_t>(src) & 15u) == 0) {
+    const uint32_t to = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to), "l"(src) : "memory");
+    return;
+  }
+#endif
+  *dst = loadInput<Codec>(sendbuff, bytes, v);
+}
+
+/** Waits for this thread's prefetchInput copies. */
+__device__ __forceinline__ void prefetchWait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+
 /** fp32 sum of vals in rank order 0..NRANKS-1, scaled for avg, packed once. */
 template <typename Codec, LamportReduceOp OP, int NRANKS>
 __device__ __forceinline__ LamportVec reduceVector(const LamportVec (&vals)[NRANKS]) {
@@ -151,7 +204,13 @@ __device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs&
   static_assert(PASS != LamportFastPass::kAuto, "the launcher resolves kAuto");
   constexpr bool kSinglePass = PASS == LamportFastPass::kSinglePass || PASS == LamportFastPass::kSinglePassNoBarrier;
   constexpr bool kNoBarrier = PASS == LamportFastPass::kSinglePassNoBarrier;
-  constexpr bool kStash = PASS == LamportFastPass::kGridStridedStash;
+  // The stash kernels clear what they received as soon as it is reduced (clearReceived) and leave
+  // nothing for the next round to clear (dirtyBytes 0 in the next state). kPrefetch (A/B): the
+  // stash groups are copied from sendbuff into shared memory at entry (cp.async), all in flight
+  // together, instead of one load per group in the publish loop.
+  constexpr bool kPrefetch = PASS == LamportFastPass::kGridStridedStashPrefetch;
+  constexpr bool kStash = PASS == LamportFastPass::kGridStridedStash || kPrefetch;
+  constexpr bool kInPlace = kStash;
   static_assert(!kStash || K == 1, "the stash holds one vector per group");
   __shared__ LamportDeviceState sState;
   __shared__ int sGaveUp;
@@ -196,6 +255,15 @@ __device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs&
     valid[k] = !control && v < nVectors;
     own[k] = valid[k] ? oneshot::loadInput<Codec>(args.sendbuff, bytes, v) : lamportEmptyVec();
   }
+  if constexpr (kPrefetch) {
+#pragma unroll
+    for (int g = 1; g <= kLamportFastStashGroups; ++g) {
+      const uint32_t v = tid + static_cast<uint32_t>(g) * stride;
+      if (!control && v < nVectors) {
+        oneshot::prefetchInput<Codec>(&sStash[(g - 1) * dataThreads + threadIdx.x], args.sendbuff, bytes, v);
+      }
+    }
+  }
   if constexpr (kNoBarrier) {
     // Barrier 2: the data threads arrive (their snapshot is in registers), the control warp waits.
     if (control) {
@@ -210,7 +278,9 @@ __device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs&
   const uint32_t bufferIndex = snapshot.bufferIndex;
 
   if (control) {  // the arrival; this round dirties nVectors vectors per slot
-    if (threadIdx.x == dataThreads) oneshot::controlArrive(ownBase, snapshot, nVectors * static_cast<uint32_t>(kLamportVectorBytes));
+    if (threadIdx.x == dataThreads) {
+      oneshot::controlArrive(ownBase, snapshot, kInPlace ? 0u : nVectors * static_cast<uint32_t>(kLamportVectorBytes));
+    }
     if (!args.triggerAfterWait) oneshot::gridLaunchDependents();
     return;
   }
@@ -230,13 +300,17 @@ __device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs&
   // one load-then-store at a time would pay a memory latency per vector (the volatile stores keep
   // the compiler from hoisting the next load above them).
   uint32_t group = 1;  // kStash: the group's index (0 = the one in registers)
+  if constexpr (kPrefetch) oneshot::prefetchWait();
   for (uint32_t first = tid + static_cast<uint32_t>(K) * stride; !kSinglePass && first < nVectors;
        first += static_cast<uint32_t>(K) * stride, ++group) {
     LamportVec x[K];
+    const bool prefetched = kPrefetch && group <= kLamportFastStashGroups;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       const uint32_t v = first + static_cast<uint32_t>(k) * stride;
-      x[k] = v < nVectors ? oneshot::loadInput<Codec>(args.sendbuff, bytes, v) : lamportEmptyVec();
+      x[k] = prefetched       ? lamportSanitize<Codec>(sStash[(group - 1) * dataThreads + threadIdx.x])
+             : v < nVectors ? oneshot::loadInput<Codec>(args.sendbuff, bytes, v)
+                            : lamportEmptyVec();
     }
     if constexpr (kStash) {  // only this thread reads its entries back: no barrier needed
       if (group <= kLamportFastStashGroups) sStash[(group - 1) * dataThreads + threadIdx.x] = x[0];
@@ -281,6 +355,7 @@ __device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs&
         if (valid[k]) {
           oneshot::storeOutput(args.recvbuff, bytes, first + static_cast<uint32_t>(k) * stride,
                                oneshot::reduceVector<Codec, OP, NRANKS>(vals[k]));
+          if constexpr (kInPlace) oneshot::clearReceived<NRANKS>(vec[k], slotBytes, rank, nRanks);
         }
       }
     } else {
@@ -293,6 +368,7 @@ __device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs&
         for (int e = 0; e < kElems; ++e) acc[e] *= scale;
       }
       oneshot::storeOutput(args.recvbuff, bytes, first, Codec::pack(acc));
+      if constexpr (kInPlace) oneshot::clearReceived<0>(vec[0], slotBytes, rank, nRanks);
     }
     if constexpr (kSinglePass) break;
   }

@@ -1,6 +1,7 @@
 // A/B shapes of the kFast one-shot kernel, for nccl-lamport-bench --loopback only: more vectors per
 // data thread (K) than the shipped 1, the grid-strided kernel under a register cap, and the
-// single-pass kernel without its block barrier, bf16 only (sum and avg), 2, 4 and 8 ranks, so that
+// single-pass kernel without its block barrier, and the stash kernel that prefetches its groups,
+// bf16 only (sum and avg), 2, 4 and 8 ranks, so that
 // every run shows what the choices of docs/results-loopback-1xh200.md (session 4) are worth on its
 // machine. The plugin never selects them.
 #include "kernels/lamport_kernel_select.h"
@@ -45,7 +46,8 @@ constexpr int shapesFor(int nRanks) {
   return n;
 }
 static_assert(shapesFor(2) < kLamportNoBarrierSlot && shapesFor(4) < kLamportNoBarrierSlot &&
-                  shapesFor(8) < kLamportNoBarrierSlot,
+                  shapesFor(8) < kLamportNoBarrierSlot && kLamportNoBarrierSlot < kLamportPrefetchSlot &&
+                  kLamportPrefetchSlot <= kLamportFastShapeSlots,
               "more A/B shapes for one nRanks than cache slots (kLamportFastShapeSlots)");
 
 template <typename T, LamportReduceOp OP>
@@ -89,24 +91,39 @@ LamportKernelFn selectFastKernelShape(LamportDataType datatype, LamportReduceOp 
 
 namespace {
 
-template <typename T, LamportReduceOp OP>
-LamportKernelFn noBarrierForRanks(int nRanks) {
-  constexpr LamportFastPass kPass = LamportFastPass::kSinglePassNoBarrier;
+template <typename T, LamportReduceOp OP, LamportFastPass PASS>
+LamportKernelFn passForRanks(int nRanks) {
   switch (nRanks) {
-    case 2: return lamportOneShotFastKernel<T, OP, 2, 1, kPass>;
-    case 4: return lamportOneShotFastKernel<T, OP, 4, 1, kPass>;
-    case 8: return lamportOneShotFastKernel<T, OP, 8, 1, kPass>;
+    case 2: return lamportOneShotFastKernel<T, OP, 2, 1, PASS>;
+    case 4: return lamportOneShotFastKernel<T, OP, 4, 1, PASS>;
+    case 8: return lamportOneShotFastKernel<T, OP, 8, 1, PASS>;
     default: return nullptr;
+  }
+}
+
+template <typename T, LamportReduceOp OP>
+LamportKernelFn abPassForRanks(int nRanks, LamportFastPass pass) {
+  switch (pass) {
+    case LamportFastPass::kSinglePassNoBarrier:
+      return passForRanks<T, OP, LamportFastPass::kSinglePassNoBarrier>(nRanks);
+    case LamportFastPass::kGridStridedStashPrefetch:
+      return passForRanks<T, OP, LamportFastPass::kGridStridedStashPrefetch>(nRanks);
+    default:
+      return nullptr;
   }
 }
 
 }  // namespace
 
-LamportKernelFn selectFastNoBarrierKernel(LamportDataType datatype, LamportReduceOp op, int nRanks) {
+LamportKernelFn selectFastAbPassKernel(LamportDataType datatype, LamportReduceOp op, int nRanks, LamportFastPass pass,
+                                       int* slot) {
   if (datatype != LamportDataType::kBFloat16) return nullptr;
+  if (slot != nullptr) {
+    *slot = pass == LamportFastPass::kGridStridedStashPrefetch ? kLamportPrefetchSlot : kLamportNoBarrierSlot;
+  }
   switch (op) {
-    case LamportReduceOp::kSum: return noBarrierForRanks<__nv_bfloat16, LamportReduceOp::kSum>(nRanks);
-    case LamportReduceOp::kAvg: return noBarrierForRanks<__nv_bfloat16, LamportReduceOp::kAvg>(nRanks);
+    case LamportReduceOp::kSum: return abPassForRanks<__nv_bfloat16, LamportReduceOp::kSum>(nRanks, pass);
+    case LamportReduceOp::kAvg: return abPassForRanks<__nv_bfloat16, LamportReduceOp::kAvg>(nRanks, pass);
   }
   return nullptr;
 }

@@ -94,6 +94,23 @@ TEST(LamportLaunchValidation, RejectsBadArguments) {
     a.vectorsPerThread = 2;
   });
   expectInvalid("unknown pass", [](LamportOneShotArgs& a) { a.fastPass = static_cast<LamportFastPass>(7); });
+  expectInvalid("prefetching stash at 3 ranks (2, 4, 8 only)", [](LamportOneShotArgs& a) {
+    a.fastPass = LamportFastPass::kGridStridedStashPrefetch;
+    a.layout.nRanks = 3;
+  });
+  expectInvalid("prefetching stash, fp16 (bf16 only)", [](LamportOneShotArgs& a) {
+    a.fastPass = LamportFastPass::kGridStridedStashPrefetch;
+    a.layout.nRanks = 2;
+    a.rank = 0;
+    a.datatype = LamportDataType::kFloat16;
+  });
+  {
+    LamportOneShotArgs a = good;
+    a.fastPass = LamportFastPass::kGridStridedStashPrefetch;
+    a.layout.nRanks = 2;
+    a.rank = 0;
+    EXPECT_EQ(launchLamportOneShot(a, nullptr), cudaSuccess) << "prefetching stash, bf16, 2 ranks";
+  }
   // Register-capped A/B kernels: 5 or 7 blocks per SM, one vector per thread, <= 256 data threads.
   expectInvalid("register cap of 6 blocks (not built)", [](LamportOneShotArgs& a) { a.minBlocksPerSm = 6; });
   expectInvalid("negative register cap", [](LamportOneShotArgs& a) { a.minBlocksPerSm = -5; });
@@ -265,8 +282,11 @@ TEST(GpuLamportOneShot, StashAndRegisterCapsStayCorrectOnStridedGrids) {
                        Ab{"stash fp32", LamportFastPass::kGridStridedStash, 0, 0, LamportDataType::kFloat32},
                        Ab{"stash fp16, 32 threads", LamportFastPass::kGridStridedStash, 0, 32, LamportDataType::kFloat16},
                        Ab{"stash bf16, 512 threads", LamportFastPass::kGridStridedStash, 0, 512, kBf16},
+                       Ab{"prefetching stash", LamportFastPass::kGridStridedStashPrefetch, 0, 0, kBf16},
+                       Ab{"prefetching stash, 64 threads", LamportFastPass::kGridStridedStashPrefetch, 0, 64, kBf16},
                        Ab{"cap 5", LamportFastPass::kAuto, 5, 256, kBf16}, Ab{"cap 7", LamportFastPass::kAuto, 7, 128, kBf16}}) {
-    for (int nRanks : ab.minBlocksPerSm == 0 ? std::vector<int>{2, 3, 4, 8} : std::vector<int>{2, 4, 8}) {
+    const bool abOnly = ab.minBlocksPerSm != 0 || ab.pass == LamportFastPass::kGridStridedStashPrefetch;
+    for (int nRanks : abOnly ? std::vector<int>{2, 4, 8} : std::vector<int>{2, 3, 4, 8}) {
       World w;
       ASSERT_NO_FATAL_FAILURE(w.init(nRanks, kIoBytes));
       w.fastPass = ab.pass;
@@ -285,6 +305,44 @@ TEST(GpuLamportOneShot, StashAndRegisterCapsStayCorrectOnStridedGrids) {
       }
       w.expectNoErrors();
     }
+  }
+}
+
+// The stash kernels clear what they received in place and leave dirtyBytes 0; every other kernel
+// clears the previous round's buffer itself. Alternating them on one rotation state must never
+// let a stale vector through or leave one behind (a stale vector reads as a peer's data: wrong sums).
+TEST(GpuLamportOneShot, InPlaceClearHandsOverToTheOtherKernels) {
+  SKIP_WITHOUT_GPU();
+  struct Step {
+    LamportKernelVariant variant;
+    LamportFastPass pass;
+  };
+  constexpr LamportKernelVariant kFast = LamportKernelVariant::kFast;
+  constexpr LamportFastPass kStash = LamportFastPass::kGridStridedStash;
+  constexpr LamportFastPass kPrefetch = LamportFastPass::kGridStridedStashPrefetch;
+  for (int nRanks : {2, 4, 8}) {
+    World w;
+    ASSERT_NO_FATAL_FAILURE(w.init(nRanks, kIoBytes));
+    std::mt19937 rng(static_cast<unsigned>(4242 + nRanks));
+    std::vector<Step> steps = {{kFast, LamportFastPass::kAuto},        {kFast, kStash},
+                               {kFast, LamportFastPass::kGridStrided}, {kFast, kPrefetch},
+                               {kFast, LamportFastPass::kSinglePass},  {kFast, kStash},
+                               {kFast, kPrefetch},                     {kFast, LamportFastPass::kGridStrided}};
+    if (nRanks >= 4) steps.insert(steps.end(), {{LamportKernelVariant::kTwoShot, LamportFastPass::kAuto}, {kFast, kStash}});
+    for (int lap = 0; lap < 3; ++lap) {
+      for (const Step& step : steps) {
+        w.variant = step.variant;
+        w.fastPass = step.pass;
+        std::vector<CallSpec> calls = randomCalls(4, rng, kSlotBytes / 4);  // fp32 fits a one-shot slot
+        if (step.pass == kPrefetch) {
+          for (CallSpec& c : calls) c.type = LamportDataType::kBFloat16;  // the A/B kernel is bf16 only
+        }
+        ASSERT_NO_FATAL_FAILURE(runBatch(w, calls, rng))
+            << nRanks << " ranks, lap " << lap << ", variant " << static_cast<int>(step.variant) << ", pass "
+            << static_cast<int>(step.pass);
+      }
+    }
+    w.expectNoErrors();
   }
 }
 
