@@ -41,9 +41,11 @@ struct LoopbackVariant {
  * (fast-share4-early), the late trigger always (fast-late), and two-shot (default and
  * twoshot-share8-early, twoshot-t256) where nRanks >= 4. For bf16 at 2, 4 and 8 ranks also the
  * kernel shapes of kernels/lamport_oneshot_variants.cu: more vectors per data thread (fast-k2,
- * fast-k4), register caps (fast-cap5, fast-cap7) and the single-pass kernel without its block
- * barrier (fast-1pass-nobar). At every size: the grid-strided kernel (fast-strided), the stash
- * kernel (fast-stash) and 128 data threads (fast-t128, the block size below 128 KB).
+ * fast-k4), register caps (fast-cap5, fast-cap7), the single-pass kernel without its block
+ * barrier (fast-1pass-nobar) and the stash kernel with cp.async prefetch (fast-stash-prefetch).
+ * At every size: the grid-strided kernel (fast-strided), session 5's default (fast-nostash: the
+ * single pass where it fits, else the plain grid-strided kernel), the stash kernel (fast-stash)
+ * and 128 data threads (fast-t128, the block size below 128 KB).
  */
 [[nodiscard]] std::vector<LoopbackVariant> loopbackVariants(int nRanks, DType dtype = DType::kBf16);
 

@@ -241,8 +241,8 @@ cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t st
  * the residency bound of the variant), for kFast the bound of its grid-strided kernel. The launcher
  * may give a kFast launch more blocks than this: the single-pass kernel (LamportFastPass), where its
  * own, larger bound holds the whole message (e.g. bf16 at 2 ranks on an H200, up to about 946 KB).
- * As a maxBlocks cap the value stays safe: the launch then takes the grid-strided kernel. 0 for
- * invalid args. Current device; cached like a launch.
+ * As a maxBlocks cap the value stays safe: the launch then takes a grid-strided kernel (kAuto:
+ * the stash kernel). 0 for invalid args. Current device; cached like a launch.
  */
 int lamportOneShotGridBlocks(const LamportOneShotArgs& args);
 

@@ -74,7 +74,8 @@ __device__ __forceinline__ void controlSnapshot(const char* ownBase, LamportDevi
 
 /**
  * Control lane, after the block barrier: this block's arrival; the last block to arrive writes the
- * next state (one 16-byte store; dirtyBytes = what this round writes per slot). Every block's
+ * next state (one 16-byte store; dirtyBytesNext = what this round leaves for the next one to
+ * clear per slot: what it writes, or 0 for the stash kernels, which clear in place). Every block's
  * snapshot is taken before its arrival, and acq_rel makes the last block's write come after every
  * block's read. The next kernel on the stream sees the new state at the kernel boundary (with
  * PDL, its griddepcontrol.wait waits for this grid's completion). No data thread waits on this.
@@ -120,10 +121,11 @@ __device__ __forceinline__ void pollVectors(LamportVec (&vals)[K][NRANKS], const
 }
 
 /**
- * LamportFastPass::kGridStridedStashPrefetch: once vector `vec` (own buffer, slot 0) is reduced, the
- * peers' copies of it are set back to the sentinel right away, while their lines are still in L2,
- * instead of by the next round's clear of this buffer. No peer writes it again before this kernel
- * has completed: its next write there is two rounds later, after our next-but-one publish.
+ * The stash kernels (kGridStridedStash, kGridStridedStashPrefetch): once vector `vec` (own buffer,
+ * slot 0) is reduced, the peers' copies of it are set back to the sentinel right away, while their
+ * lines are still in L2, instead of by the next round's clear of this buffer. No peer writes it
+ * again before this kernel has completed: a peer writes this buffer again in round k + 3, which
+ * needs our round k + 2 publish, which comes after this kernel (round k) has completed.
  */
 template <int NRANKS>
 __device__ __forceinline__ void clearReceived(const char* vec, size_t slotBytes, int rank, int nRanks) {
@@ -192,7 +194,8 @@ __device__ __forceinline__ LamportVec reduceVector(const LamportVec (&vals)[NRAN
  * K defaults to the shipped choice (1); other values are A/B variants (lamport_oneshot_variants.cu).
  * PASS (LamportFastPass): kSinglePass / kSinglePassNoBarrier need a grid of at least
  * ceil(vectors / K / data threads) blocks (the launcher checks) and leave out the grid-stride loops.
- * kGridStridedStash needs kLamportFastStashGroups * data threads * 16 bytes of dynamic shared memory.
+ * kGridStridedStash and kGridStridedStashPrefetch need kLamportFastStashGroups * data threads * 16
+ * bytes of dynamic shared memory.
  */
 template <typename T, LamportReduceOp OP, int NRANKS, int K, LamportFastPass PASS>
 __device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs& args) {
@@ -277,7 +280,7 @@ __device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs&
   }
   const uint32_t bufferIndex = snapshot.bufferIndex;
 
-  if (control) {  // the arrival; this round dirties nVectors vectors per slot
+  if (control) {  // the arrival; this round leaves nVectors vectors per slot to clear (stash: none)
     if (threadIdx.x == dataThreads) {
       oneshot::controlArrive(ownBase, snapshot, kInPlace ? 0u : nVectors * static_cast<uint32_t>(kLamportVectorBytes));
     }
@@ -371,6 +374,17 @@ __device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs&
       if constexpr (kInPlace) oneshot::clearReceived<0>(vec[0], slotBytes, rank, nRanks);
     }
     if constexpr (kSinglePass) break;
+  }
+  if constexpr (kInPlace) {
+    // A thread that gave up (timeout, abort) may see a peer's copy land after this kernel, where
+    // no in-place clear will meet it: hand this round's extent back to the next round's clear, as
+    // the other kernels do. The last block recorded dirtyBytes 0 at its arrival, which came
+    // before any give-up (every block arrives before it waits, and a give-up takes a timeout or
+    // an abort; an abort flag set before launch means the workspace is being torn down anyway).
+    if (waiter.gaveUp) {
+      atomicMax(&reinterpret_cast<LamportDeviceState*>(ownBase)->dirtyBytes,
+                nVectors * static_cast<uint32_t>(kLamportVectorBytes));
+    }
   }
   if (args.triggerAfterWait) oneshot::gridLaunchDependentsAfterWait(dataThreads);
 }

@@ -377,6 +377,32 @@ inline void runBatch(World& w, const std::vector<CallSpec>& calls, std::mt19937&
   }
 }
 
+/**
+ * The workspace invariant after every call has completed (w synced): on each rank, every word of
+ * every buffer holds the sentinel, except in the buffer the last round used, within the dirtyBytes
+ * per slot it left for the next round to clear. A kernel that records too small a dirtyBytes, or
+ * clears less than it should, leaves a stale vector that a later round would read as a peer's.
+ */
+inline void expectOnlyLastRoundDirty(World& w) {
+  for (int r = 0; r < w.nRanks; ++r) {
+    const LamportDeviceState s = w.state(r);
+    std::vector<uint32_t> words(w.layout.totalBytes() / 4);
+    CUDA_ASSERT(cudaSetDevice(w.ranks[r].device));
+    CUDA_ASSERT(cudaMemcpy(words.data(), w.ranks[r].workspace, words.size() * 4, cudaMemcpyDeviceToHost));
+    const int last = static_cast<int>(lamportBufferToClear(s.bufferIndex));
+    size_t stale = 0;
+    for (int b = 0; b < kLamportBufferCount; ++b) {
+      for (int slot = 0; slot < w.nRanks - 1; ++slot) {
+        const size_t first = (w.layout.bufferOffset(b) + slot * w.layout.slotBytes) / 4;
+        const size_t mayBeDirty = b == last ? s.dirtyBytes / 4 : 0;
+        for (size_t i = mayBeDirty; i < w.layout.slotBytes / 4; ++i) stale += words[first + i] != 0x80000000u ? 1 : 0;
+      }
+    }
+    EXPECT_EQ(stale, 0u) << "rank " << r << ": words left behind outside the last round's " << s.dirtyBytes
+                         << " dirty bytes (buffer " << last << ")";
+  }
+}
+
 /** Random calls of varying size, type, op and alignment (rotation and dirty-size tracking). */
 inline std::vector<CallSpec> randomCalls(int n, std::mt19937& rng, size_t maxCount) {
   std::vector<CallSpec> calls(n);

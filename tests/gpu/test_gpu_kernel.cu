@@ -310,7 +310,8 @@ TEST(GpuLamportOneShot, StashAndRegisterCapsStayCorrectOnStridedGrids) {
 
 // The stash kernels clear what they received in place and leave dirtyBytes 0; every other kernel
 // clears the previous round's buffer itself. Alternating them on one rotation state must never
-// let a stale vector through or leave one behind (a stale vector reads as a peer's data: wrong sums).
+// let a stale vector through or leave one behind (a stale vector reads as a peer's data: wrong
+// sums), on full and capped grids (1 and 3 blocks: threads walk more groups than the stash holds).
 TEST(GpuLamportOneShot, InPlaceClearHandsOverToTheOtherKernels) {
   SKIP_WITHOUT_GPU();
   struct Step {
@@ -320,16 +321,20 @@ TEST(GpuLamportOneShot, InPlaceClearHandsOverToTheOtherKernels) {
   constexpr LamportKernelVariant kFast = LamportKernelVariant::kFast;
   constexpr LamportFastPass kStash = LamportFastPass::kGridStridedStash;
   constexpr LamportFastPass kPrefetch = LamportFastPass::kGridStridedStashPrefetch;
-  for (int nRanks : {2, 4, 8}) {
+  constexpr LamportFastPass kAuto = LamportFastPass::kAuto;
+  for (int nRanks : {2, 3, 4, 8}) {
     World w;
     ASSERT_NO_FATAL_FAILURE(w.init(nRanks, kIoBytes));
     std::mt19937 rng(static_cast<unsigned>(4242 + nRanks));
-    std::vector<Step> steps = {{kFast, LamportFastPass::kAuto},        {kFast, kStash},
-                               {kFast, LamportFastPass::kGridStrided}, {kFast, kPrefetch},
+    std::vector<Step> steps = {{kFast, kAuto},        {kFast, kStash},
+                               {kFast, LamportFastPass::kGridStrided}, {kFast, kStash},
                                {kFast, LamportFastPass::kSinglePass},  {kFast, kStash},
-                               {kFast, kPrefetch},                     {kFast, LamportFastPass::kGridStrided}};
-    if (nRanks >= 4) steps.insert(steps.end(), {{LamportKernelVariant::kTwoShot, LamportFastPass::kAuto}, {kFast, kStash}});
-    for (int lap = 0; lap < 3; ++lap) {
+                               {LamportKernelVariant::kBaseline, kAuto}, {kFast, kStash}};
+    if (nRanks != 3) steps.insert(steps.end(), {{kFast, kPrefetch}, {kFast, kStash}});  // built at 2, 4, 8
+    if (nRanks >= 4) steps.insert(steps.end(), {{LamportKernelVariant::kTwoShot, kAuto}, {kFast, kStash}});
+    const int fullGrid = w.maxBlocks;
+    for (int cap : {fullGrid, 1, 3}) {
+      w.maxBlocks = cap;
       for (const Step& step : steps) {
         w.variant = step.variant;
         w.fastPass = step.pass;
@@ -337,9 +342,11 @@ TEST(GpuLamportOneShot, InPlaceClearHandsOverToTheOtherKernels) {
         if (step.pass == kPrefetch) {
           for (CallSpec& c : calls) c.type = LamportDataType::kBFloat16;  // the A/B kernel is bf16 only
         }
-        ASSERT_NO_FATAL_FAILURE(runBatch(w, calls, rng))
-            << nRanks << " ranks, lap " << lap << ", variant " << static_cast<int>(step.variant) << ", pass "
-            << static_cast<int>(step.pass);
+        const std::string where = std::to_string(nRanks) + " ranks, cap " + std::to_string(cap) + ", variant " +
+                                  std::to_string(static_cast<int>(step.variant)) + ", pass " +
+                                  std::to_string(static_cast<int>(step.pass));
+        ASSERT_NO_FATAL_FAILURE(runBatch(w, calls, rng)) << where;
+        ASSERT_NO_FATAL_FAILURE(expectOnlyLastRoundDirty(w)) << where;
       }
     }
     w.expectNoErrors();
@@ -428,19 +435,27 @@ TEST(GpuLamportOneShot, GraphReplays1000WithChangingInputs) {
 
 TEST(GpuLamportOneShot, TimesOutWhenAPeerNeverLaunches) {
   SKIP_WITHOUT_GPU();
-  World w;
-  ASSERT_NO_FATAL_FAILURE(w.init(2, 1 << 20));
-  w.timeoutNs = 50ull * 1000 * 1000;
-  const CallSpec c{LamportDataType::kBFloat16, LamportReduceOp::kSum, 4097};
-  const auto start = std::chrono::steady_clock::now();
-  ASSERT_NO_FATAL_FAILURE(w.launch(0, w.args(0, w.ranks[0].send, w.ranks[0].recv, c)));
-  CUDA_ASSERT(cudaSetDevice(w.ranks[0].device));
-  CUDA_ASSERT(cudaStreamSynchronize(w.ranks[0].stream));
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_EQ(w.errorHost[0], static_cast<uint32_t>(kLamportTimedOut));
-  EXPECT_GE(seconds, 0.045);
-  EXPECT_LT(seconds, 10.0);
-  EXPECT_EQ(w.state(0).roundsDone, 1u) << "the rotation still advances after a give-up";
+  // The single pass (kAuto at this size) and the stash kernel, which clears in place: after a
+  // give-up both must leave the round's extent to the next round's clear, since a peer's copy may
+  // still land (4097 bf16 = 513 vectors of 16 bytes).
+  for (LamportFastPass pass : {LamportFastPass::kAuto, LamportFastPass::kGridStridedStash}) {
+    World w;
+    ASSERT_NO_FATAL_FAILURE(w.init(2, 1 << 20));
+    w.timeoutNs = 50ull * 1000 * 1000;
+    w.fastPass = pass;
+    const CallSpec c{LamportDataType::kBFloat16, LamportReduceOp::kSum, 4097};
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_NO_FATAL_FAILURE(w.launch(0, w.args(0, w.ranks[0].send, w.ranks[0].recv, c)));
+    CUDA_ASSERT(cudaSetDevice(w.ranks[0].device));
+    CUDA_ASSERT(cudaStreamSynchronize(w.ranks[0].stream));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(w.errorHost[0], static_cast<uint32_t>(kLamportTimedOut)) << "pass " << static_cast<int>(pass);
+    EXPECT_GE(seconds, 0.045);
+    EXPECT_LT(seconds, 10.0);
+    const LamportDeviceState s = w.state(0);
+    EXPECT_EQ(s.roundsDone, 1u) << "the rotation still advances after a give-up";
+    EXPECT_EQ(s.dirtyBytes, 513u * 16u) << "pass " << static_cast<int>(pass);
+  }
 }
 
 TEST(GpuLamportOneShot, AbortFlagStopsTheWait) {
