@@ -129,17 +129,11 @@ __device__ __forceinline__ void pollVectors(LamportVec (&vals)[K][NRANKS], const
  */
 template <int NRANKS>
 __device__ __forceinline__ void clearReceived(const char* vec, size_t slotBytes, int rank, int nRanks) {
-  const LamportVec empty = lamportEmptyVec();
   char* const base = const_cast<char*>(vec);
-  if constexpr (NRANKS > 0) {
+  const int n = NRANKS > 0 ? NRANKS : nRanks;  // a constant, so unrolled, where NRANKS is given
 #pragma unroll
-    for (int r = 0; r < NRANKS; ++r) {
-      if (r != rank) lamportStoreWeak(base + slotIndex(rank, r) * slotBytes, empty);
-    }
-  } else {
-    for (int r = 0; r < nRanks; ++r) {
-      if (r != rank) lamportStoreWeak(base + slotIndex(rank, r) * slotBytes, empty);
-    }
+  for (int r = 0; r < n; ++r) {
+    if (r != rank) lamportStoreWeak(base + slotIndex(rank, r) * slotBytes, lamportEmptyVec());
   }
 }
 
@@ -213,7 +207,6 @@ __device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs&
   // together, instead of one load per group in the publish loop.
   constexpr bool kPrefetch = PASS == LamportFastPass::kGridStridedStashPrefetch;
   constexpr bool kStash = PASS == LamportFastPass::kGridStridedStash || kPrefetch;
-  constexpr bool kInPlace = kStash;
   static_assert(!kStash || K == 1, "the stash holds one vector per group");
   __shared__ LamportDeviceState sState;
   __shared__ int sGaveUp;
@@ -282,7 +275,7 @@ __device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs&
 
   if (control) {  // the arrival; this round leaves nVectors vectors per slot to clear (stash: none)
     if (threadIdx.x == dataThreads) {
-      oneshot::controlArrive(ownBase, snapshot, kInPlace ? 0u : nVectors * static_cast<uint32_t>(kLamportVectorBytes));
+      oneshot::controlArrive(ownBase, snapshot, kStash ? 0u : nVectors * static_cast<uint32_t>(kLamportVectorBytes));
     }
     if (!args.triggerAfterWait) oneshot::gridLaunchDependents();
     return;
@@ -358,7 +351,7 @@ __device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs&
         if (valid[k]) {
           oneshot::storeOutput(args.recvbuff, bytes, first + static_cast<uint32_t>(k) * stride,
                                oneshot::reduceVector<Codec, OP, NRANKS>(vals[k]));
-          if constexpr (kInPlace) oneshot::clearReceived<NRANKS>(vec[k], slotBytes, rank, nRanks);
+          if constexpr (kStash) oneshot::clearReceived<NRANKS>(vec[k], slotBytes, rank, nRanks);
         }
       }
     } else {
@@ -371,11 +364,11 @@ __device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs&
         for (int e = 0; e < kElems; ++e) acc[e] *= scale;
       }
       oneshot::storeOutput(args.recvbuff, bytes, first, Codec::pack(acc));
-      if constexpr (kInPlace) oneshot::clearReceived<0>(vec[0], slotBytes, rank, nRanks);
+      if constexpr (kStash) oneshot::clearReceived<0>(vec[0], slotBytes, rank, nRanks);
     }
     if constexpr (kSinglePass) break;
   }
-  if constexpr (kInPlace) {
+  if constexpr (kStash) {
     // A thread that gave up (timeout, abort) may see a peer's copy land after this kernel, where
     // no in-place clear will meet it: hand this round's extent back to the next round's clear, as
     // the other kernels do. The last block recorded dirtyBytes 0 at its arrival, which came

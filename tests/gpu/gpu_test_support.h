@@ -282,8 +282,8 @@ void scenarioSweep(Harness& h, ncclDataType_t dtype);
 /** -0.0, NaN, +-Inf, subnormals (including +0/-0 pairs that form the sentinel word). */
 void scenarioSpecialValues(Harness& h);
 /** Messages of 1 to 6 MB (sum and avg, every dtype, aligned, misaligned and in place), for a
- *  crossover raised to 16 MB: at 2 ranks on an H200 the one-shot runs its grid-strided kernel there
- *  (the single pass holds at most about 946 KB; kernels/lamport_allreduce.h). */
+ *  crossover raised to 16 MB: at 2 ranks on an H200 the one-shot runs its grid-strided stash kernel
+ *  there (the single pass holds at most about 946 KB; kernels/lamport_allreduce.h). */
 void scenarioLargeMessages(Harness& h);
 /** `calls` back-to-back calls of varying size, dtype and op without syncing; every 10th checked. */
 void scenarioBackToBack(Harness& h, int calls);
