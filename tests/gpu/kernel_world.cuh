@@ -395,7 +395,7 @@ inline void expectOnlyLastRoundDirty(World& w) {
       for (int slot = 0; slot < w.nRanks - 1; ++slot) {
         const size_t first = (w.layout.bufferOffset(b) + slot * w.layout.slotBytes) / 4;
         const size_t mayBeDirty = b == last ? s.dirtyBytes / 4 : 0;
-        for (size_t i = mayBeDirty; i < w.layout.slotBytes / 4; ++i) stale += words[first + i] != 0x80000000u ? 1 : 0;
+        for (size_t i = mayBeDirty; i < w.layout.slotBytes / 4; ++i) stale += lamportWordIsEmpty(words[first + i]) ? 0 : 1;
       }
     }
     EXPECT_EQ(stale, 0u) << "rank " << r << ": words left behind outside the last round's " << s.dirtyBytes
