@@ -51,7 +51,7 @@ enum class LamportKernelVariant : int { kFast = 0, kBaseline = 1, kTwoShot = 2 }
  * How a kFast grid walks the message. kGridStrided: any grid, vectors grid-strided. kSinglePass:
  * a grid with one vector per data thread for the whole message, so the kernel has no grid-stride
  * loop (10 KB of code against 17 KB at 2 ranks: 0.1 us a call less up to 32 KB on one H200,
- * docs/results-loopback-1xh200.md, session 4). kAuto, the default: kSinglePass where such a grid
+ * docs/loopback-log-1xh200.md, session 4). kAuto, the default: kSinglePass where such a grid
  * fits the residency bound and gets the early PDL trigger, else kGridStridedStash
  * (lamportAutoFastPass). kSinglePassNoBarrier (A/B, bf16 at 2, 4, 8 ranks): kSinglePass with
  * every thread reading the rotation state itself instead of a block barrier (measured slower).
@@ -60,7 +60,7 @@ enum class LamportKernelVariant : int { kFast = 0, kBaseline = 1, kTwoShot = 2 }
  * pass instead of reading sendbuff twice, and setting each received vector back to the sentinel
  * as soon as it is reduced, while its line is still in L2, instead of leaving the next round a
  * clear of the whole buffer (loopback on one H200, 2 ranks, 2 MB: 6.00 us without either, 5.41
- * with the stash, 5.16 with the in-place clear too; docs/results-loopback-1xh200.md, sessions 5
+ * with the stash, 5.16 with the in-place clear too; docs/loopback-log-1xh200.md, sessions 5
  * and 6). Every kFast and kTwoShot launch carries the stash's dynamic shared memory
  * (lamportDynamicSmemBytes), so that its blocks fit beside any of them.
  * kGridStridedStashPrefetch (A/B, bf16 at 2, 4, 8 ranks): kGridStridedStash with the stash
@@ -86,7 +86,7 @@ enum class LamportFastPass : int {
  * waits are over (the late trigger). So one stream holds at most 1/4 + 1/12 = 1/3 of the device
  * while it can block: 3 communicators (or ranks sharing a GPU) with calls in flight are always
  * co-resident, 4 when all their grids are above the early-trigger size. Measured on one H200
- * (docs/results-loopback-1xh200.md): a quarter of the device is as fast as no bound at 512 KB -
+ * (docs/loopback-log-1xh200.md): a quarter of the device is as fast as no bound at 512 KB -
  * 2 MB (2 ranks), an eighth takes 1.6x as long at 2 MB.
  */
 constexpr int kLamportResidencyShare = 4;
@@ -102,7 +102,7 @@ constexpr int kLamportFastWideBlockThreads = 256;
  * more data threads into the same share of the device (one control warp per 8 data warps instead
  * of per 4: at 2 ranks 7 blocks of 288 threads per SM against 12 of 160 for the 32-register
  * single-pass kernel, 4 against 7 for the grid-strided one) and count fewer arrivals. Measured on
- * one H200 (docs/results-loopback-1xh200.md, session 4, 2 ranks, graph): 2.77 us against 2.91 at
+ * one H200 (docs/loopback-log-1xh200.md, session 4, 2 ranks, graph): 2.77 us against 2.91 at
  * 512 KB, 3.56 against 4.44 at 1 MB, 5.98 against 6.71 at 2 MB; below 128 KB the smaller blocks
  * are faster (1.55 against 1.71 us at 32 KB).
  */
@@ -145,7 +145,7 @@ constexpr size_t lamportDynamicSmemBytes(int dataThreads) {
  * grid holds the message (onePassFits) and gets the early PDL trigger (!onePassLate), the least
  * code per call; else kGridStridedStash, which reads sendbuff once for up to
  * 1 + kLamportFastStashGroups groups a thread and clears what it received in place. Measured on
- * one H200 (loopback, graph, bf16; docs/results-loopback-1xh200.md, session 6), the stash kernel
+ * one H200 (loopback, graph, bf16; docs/loopback-log-1xh200.md, session 6), the stash kernel
  * against the single pass / plain grid-strided kernel: 2 ranks 512 KB 2.6 us against 2.8, 2 MB
  * 5.2 against 6.0; 4 ranks 2 MB 25.3 against 30.2; 8 ranks 2 MB 108 against 117 (its grid is
  * smaller there: more registers; it is faster all the same).

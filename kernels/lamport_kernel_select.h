@@ -14,7 +14,7 @@ LamportKernelFn selectTwoShotKernel(LamportDataType datatype, LamportReduceOp op
 
 /**
  * Vectors a kFast data thread keeps in registers and polls together, as shipped: 1 at every nRanks.
- * Measured on one H200 (docs/results-loopback-1xh200.md, session 4 call 2, loopback graph bf16):
+ * Measured on one H200 (docs/loopback-log-1xh200.md, session 4 call 2, loopback graph bf16):
  * at 2 ranks 4 vectors a thread (96 registers, 54 KB of code) took 1.92 us at 8 B and 7.74 at
  * 2 MB, 1 vector (50 registers, 17 KB) 1.47 and 6.68, and 1 was as fast or faster at every size
  * from 8 B to 2 MB at 2 and 4 ranks; the larger code of the unrolled loops costs more than the

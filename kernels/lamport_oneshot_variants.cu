@@ -2,7 +2,7 @@
 // data thread (K) than the shipped 1, the grid-strided kernel under a register cap, and the
 // single-pass kernel without its block barrier, and the stash kernel that prefetches its groups,
 // bf16 only (sum and avg), 2, 4 and 8 ranks, so that
-// every run shows what the choices of docs/results-loopback-1xh200.md (session 4) are worth on its
+// every run shows what the choices of docs/loopback-log-1xh200.md (session 4) are worth on its
 // machine. The plugin never selects them.
 #include "kernels/lamport_kernel_select.h"
 #include "kernels/lamport_oneshot_fast.cuh"

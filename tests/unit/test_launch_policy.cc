@@ -45,7 +45,7 @@ TEST(LaunchPolicy, LauncherChoiceIsLateAboveOneTwelfthOfTheDevice) {
   EXPECT_TRUE(lamportUseLateTrigger(0, 45, kResident));
   EXPECT_TRUE(lamportUseLateTrigger(0, kResident / kLamportResidencyShare, kResident));
   // 2 ranks, bf16, 128 data threads per block: 8 B and 32 KB are one and 16 blocks (early),
-  // 128 KB is 64 blocks (late: the 0.3 us of docs/results-loopback-1xh200.md).
+  // 128 KB is 64 blocks (late: the 0.3 us of docs/loopback-log-1xh200.md).
   EXPECT_FALSE(lamportUseLateTrigger(0, 16, kResident));
   EXPECT_TRUE(lamportUseLateTrigger(0, 64, kResident));
 }
