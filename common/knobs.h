@@ -58,12 +58,15 @@ constexpr uint64_t kNoKnobMaximum = std::numeric_limits<uint64_t>::max();
   NCCL_LAMPORT_KNOB(auditDebug, Bool, "NCCL_LAMPORT_AUDIT_DEBUG", false, "0", "bool", 0, 0,            \
       "the LD_AUDIT module prints each decision about an NCCL library to stderr")                    \
   NCCL_LAMPORT_KNOB(requireNvlink, Bool, "NCCL_LAMPORT_REQUIRE_NVLINK", true, "1", "bool", 0, 0,       \
-      "0: any P2P-capable pair is accepted (testing only)")                                           \
+      "0: the NVLink check is skipped; any pair whose workspaces map is accepted (testing only)")    \
   NCCL_LAMPORT_KNOB(tunerHooks, Bool, "NCCL_LAMPORT_TUNER_HOOKS", true, "1", "bool", 0, 0,            \
       "a process that loaded us only as NCCL's tuner (NCCL 2.28+) hooks NCCL's entry points; 0: tuner only")\
   NCCL_LAMPORT_KNOB(rendezvousTimeoutMs, Ms, "NCCL_LAMPORT_RENDEZVOUS_TIMEOUT_MS", 10000, "10000",    \
       "ms", 1, ::nccl_lamport::kMaxTimeoutMs,                                                         \
       "tuner activation: how long a communicator's ranks wait for each other in the tuner's init")   \
   NCCL_LAMPORT_KNOB(baselineKernel, Bool, "NCCL_LAMPORT_BASELINE_KERNEL", false, "0", "bool", 0, 0,    \
-      "on: the one-shot kernel of 2026-12-01 instead of the default one (A/B timing only)")
+      "on: the one-shot kernel of 2026-12-01 instead of the default one (A/B timing only)")          \
+  NCCL_LAMPORT_KNOB(testSharedGpu, Bool, "NCCL_LAMPORT_TEST_SHARED_GPU", false, "0", "bool", 0, 0,     \
+      "testing only: ranks share one GPU, each under its own NCCL_HOSTID; tuner activation then also "  \
+      "sets up communicators NCCL reports as multi-node")
 // clang-format on

@@ -1,9 +1,7 @@
 #include "plugin/comm/tuner_setup.h"
 
 #include <cuda_runtime_api.h>
-#include <stdlib.h>
 
-#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -65,11 +63,6 @@ std::map<uintptr_t, Pending>& pending() {
   return *map;
 }
 
-bool testSharedGpu() {
-  const char* v = getenv("NCCL_LAMPORT_TEST_SHARED_GPU");
-  return v != nullptr && std::strcmp(v, "1") == 0;
-}
-
 void record(const void* slot, uint64_t commId, std::unique_ptr<LamportComm> lc) {
   std::unique_ptr<LamportComm> replaced;
   {
@@ -88,7 +81,10 @@ void setUpAtTunerInit(const TunerCommInfo& comm, const void* contextSlot) {
   try {
     std::unique_ptr<LamportComm> lc;
     if (!comm.hasCommId || contextSlot == nullptr) return;
-    if (comm.nNodes > 1 && !testSharedGpu()) {
+    // The ranks meet over a host-local rendezvous: a communicator that spans hosts would only
+    // time out there. In the shared-GPU test mode NCCL reports one node per rank (each has its
+    // own NCCL_HOSTID) while every rank is on this host.
+    if (comm.nNodes > 1 && !globalConfig().testSharedGpu) {
       lc = std::make_unique<LamportComm>();
       lc->nRanks = static_cast<int>(comm.nRanks);
       lc->reason = "NCCL reports " + std::to_string(comm.nNodes) +

@@ -29,7 +29,7 @@ constexpr uint64_t kNcclCommMagic = 0x0280028002800280ull;
 /**
  * In the tuner's init with the hooks installed: sets up this communicator's workspace (or
  * records why not) under contextSlot. Communicators NCCL reports as spanning several nodes stay
- * on NCCL unless NCCL_LAMPORT_TEST_SHARED_GPU=1 (each rank has its own NCCL_HOSTID there).
+ * on NCCL unless the NCCL_LAMPORT_TEST_SHARED_GPU knob is on (each rank has its own NCCL_HOSTID there).
  * Bounded by NCCL_LAMPORT_RENDEZVOUS_TIMEOUT_MS. Never throws.
  */
 void setUpAtTunerInit(const TunerCommInfo& comm, const void* contextSlot);

@@ -3,8 +3,10 @@
 // alone. The parser reads exactly the variables of its table.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -102,6 +104,34 @@ TEST(ReadmeKnobs, TheParserReadsExactlyItsTable) {
   std::multiset<std::string> table;
   for (const nccl_lamport::KnobInfo& knob : nccl_lamport::knobTable()) table.insert(knob.variable);
   EXPECT_EQ(asked, table);
+}
+
+// No NCCL_LAMPORT_* variable is read behind the table's back: every getenv of such a name in the
+// shipped code (plugin/, common/, tuner/, kernels/, include/) is a knob of the table, so that the
+// README lists everything that changes what the object does.
+TEST(ReadmeKnobs, TheShippedCodeReadsNoOtherNcclLamportVariable) {
+  std::set<std::string> known;
+  for (const nccl_lamport::KnobInfo& knob : nccl_lamport::knobTable()) known.insert(knob.variable);
+  const std::regex read(R"re(getenv\s*\(\s*"(NCCL_LAMPORT_[A-Z0-9_]+)")re");
+  const std::set<std::string> sourceExtensions{".c", ".cc", ".h", ".cu", ".cuh"};
+  size_t filesRead = 0;
+  for (const char* folder : {"plugin", "common", "tuner", "kernels", "include"}) {
+    const std::filesystem::path root = std::filesystem::path(NCCL_LAMPORT_SOURCE_DIR) / folder;
+    ASSERT_TRUE(std::filesystem::is_directory(root)) << root;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
+      if (!entry.is_regular_file() || sourceExtensions.count(entry.path().extension().string()) == 0) continue;
+      std::ifstream in(entry.path());
+      std::stringstream text;
+      text << in.rdbuf();
+      ++filesRead;
+      const std::string body = text.str();
+      for (std::sregex_iterator m(body.begin(), body.end(), read), end; m != end; ++m) {
+        EXPECT_EQ(known.count((*m)[1].str()), 1u)
+            << entry.path() << " reads " << (*m)[1].str() << ", which is not in common/knobs.h (nor the README)";
+      }
+    }
+  }
+  EXPECT_GT(filesRead, 20u) << "the shipped sources were not found under " << NCCL_LAMPORT_SOURCE_DIR;
 }
 
 }  // namespace
