@@ -1,6 +1,6 @@
 # Session 11, call 3: call 2's last step again with a long enough timeout. Call 2 gave the forked
 # multiprocess tests (4 ranks sharing the GPU) GTEST_TIMEOUT=150, but a full run takes about
-# 160 s (session 8 call 5): they were killed in the 8th of 10 tests, with 7/7 passed before.
+# 160 s (session 7): they were killed in the 8th of 10 tests, with 7/7 passed before.
 # Expect 10/10 in about 160 s.
 # carry: .device/stage.tar.xz .device/device-env.sh
 set -u
