@@ -93,6 +93,29 @@ TEST(ReadmeKnobs, EveryRowGivesTheParsersDefaultAndUnit) {
   }
 }
 
+// A knob whose parser rejects small values or clamps large ones says so in its unit cell ("1 to
+// 2592000000", "1 or more"): a user who sets 0 should learn from the README that it is refused
+// (WARN, default kept), not from the log.
+TEST(ReadmeKnobs, EveryBoundedRowGivesTheParsersLimits) {
+  std::vector<std::string> order;
+  const auto rows = readmeKnobRows(&order);
+  size_t bounded = 0;
+  for (const nccl_lamport::KnobInfo& knob : nccl_lamport::knobTable()) {
+    // Only numbers have limits (the table gives other kinds 0, 0).
+    if (knob.kind != nccl_lamport::KnobKind::Bytes && knob.kind != nccl_lamport::KnobKind::Ms) continue;
+    const bool hasMaximum = knob.maximum != nccl_lamport::kNoKnobMaximum;
+    if (knob.minimum == 0 && !hasMaximum) continue;
+    ++bounded;
+    auto row = rows.find(knob.variable);
+    if (row == rows.end() || row->second.size() < 3) continue;  // reported by the tests above
+    const std::string limits = std::to_string(knob.minimum) +
+                               (hasMaximum ? " to " + std::to_string(knob.maximum) : std::string(" or more"));
+    EXPECT_NE(row->second[2].find(limits), std::string::npos)
+        << knob.variable << ": the README's unit cell \"" << row->second[2] << "\" does not say \"" << limits << "\"";
+  }
+  EXPECT_GT(bounded, 0u) << "no knob has limits: the table changed, check this test";
+}
+
 // What the README check compares with is what the parser reads: parseConfig asks the environment
 // for every variable of knobTable() and for nothing else.
 TEST(ReadmeKnobs, TheParserReadsExactlyItsTable) {
