@@ -27,8 +27,14 @@ struct TuningEntry {
 /** Current format version (the "version" member; other versions are rejected). */
 constexpr int kTuningFileVersion = 1;
 
+/** Largest tuning file read, in bytes. --tune writes about 250; a larger file is refused (WARN)
+ *  rather than read whole into every rank's memory. */
+constexpr size_t kTuningFileMaxBytes = size_t{64} << 10;
+
 /** Parses the file's text. False with *error (one line) on bad JSON, a missing or mistyped
- *  member, a negative or fractional size, or another version. Never throws. */
+ *  routing member (version, nRanks, smArch, oneShotMaxBytes, twoShotMaxBytes), a negative or
+ *  fractional size, or another version; the informational strings are optional (missing or not a
+ *  string: empty). Never throws. */
 bool parseTuningFile(const std::string& text, TuningEntry* out, std::string* error);
 
 /** The file's text for an entry (pretty-printed JSON, trailing newline). */
@@ -43,7 +49,8 @@ struct CrossoverOverrides {
 /**
  * The overrides for (nRanks, smArch): the knob values (envOneShot, envTwoShot) where non-zero,
  * else the tuning file's where tuningPath names a good file for this (nRanks, smArch). An empty
- * path reads nothing. A problem with the file is a WARN (NCCL_DEBUG=WARN) naming the path and
+ * path reads nothing. A problem with the file (also: not a regular file, or larger than
+ * kTuningFileMaxBytes; a FIFO is never waited on) is a WARN (NCCL_DEBUG=WARN) naming the path and
  * what is wrong, and the built-in table.
  */
 CrossoverOverrides crossoverOverrides(const std::string& tuningPath, int nRanks, int smArch,

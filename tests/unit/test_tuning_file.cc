@@ -1,10 +1,14 @@
 // The tuning file (tuner/tuning_file.h): parsing good and bad files, the precedence knob > file
 // > built-in, the WARN on a missing, bad or foreign file, and routing with a file's crossovers.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <future>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -64,6 +68,23 @@ class TuningFileTest : public ::testing::Test {
     int n = 0;
     for (const std::string& line : gLines) n += line.find(" NCCL WARN ") != std::string::npos ? 1 : 0;
     return n;
+  }
+  static std::string lastWarning() {
+    std::lock_guard<std::mutex> lock(gMutex);
+    for (auto it = gLines.rbegin(); it != gLines.rend(); ++it) {
+      if (it->find(" NCCL WARN ") != std::string::npos) return *it;
+    }
+    return "";
+  }
+  /** A sparse file of `bytes` bytes (only its size is read before it is refused). */
+  std::string sparse(const std::string& name, off_t bytes) {
+    const std::string path = dir_ + "/" + name;
+    const int fd = open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0600);
+    EXPECT_GE(fd, 0) << path;
+    EXPECT_EQ(ftruncate(fd, bytes), 0) << path;
+    close(fd);
+    files_.push_back(path);
+    return path;
   }
   std::string dir_;
   std::vector<std::string> files_;
@@ -155,6 +176,59 @@ TEST_F(TuningFileTest, MissingBadOrForeignFileWarnsAndKeepsTheBuiltIn) {
   EXPECT_EQ(warnings(), before + 1);
   EXPECT_EQ(crossoverOverrides("", 8, 90, 0, 0).oneShotMaxBytes, 0u);  // unset: nothing read
   EXPECT_EQ(warnings(), before + 1);
+}
+
+// A FIFO nobody writes to: a plain open for reading would block the communicator's set-up for
+// ever (found by a fresh review). It is refused at once, with the reason.
+TEST_F(TuningFileTest, AFifoIsRefusedWithoutWaitingForAWriter) {
+  const std::string fifo = dir_ + "/pipe.json";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  files_.push_back(fifo);
+  auto done = std::async(std::launch::async, [&fifo] { return crossoverOverrides(fifo, 2, 90, 0, 0); });
+  const bool returned = done.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+  if (!returned) {  // unblock the reader so that the test fails instead of hanging
+    const int fd = open(fifo.c_str(), O_WRONLY);
+    if (fd >= 0) close(fd);
+  }
+  const CrossoverOverrides o = done.get();
+  EXPECT_TRUE(returned) << "crossoverOverrides() waited more than 5 s on a FIFO";
+  EXPECT_EQ(o.oneShotMaxBytes, 0u);
+  EXPECT_EQ(o.twoShotMaxBytes, 0u);
+  EXPECT_EQ(warnings(), 1);
+  EXPECT_NE(lastWarning().find("is not a regular file"), std::string::npos) << lastWarning();
+}
+
+// A directory, or a file larger than kTuningFileMaxBytes (say a checkpoint named by mistake), is a
+// WARN with its reason and the built-in table; the large file is not read into memory.
+TEST_F(TuningFileTest, ADirectoryOrAnOversizedFileWarnsWithItsReason) {
+  EXPECT_EQ(crossoverOverrides(dir_, 2, 90, 0, 0).oneShotMaxBytes, 0u);
+  EXPECT_NE(lastWarning().find("is not a regular file"), std::string::npos) << lastWarning();
+  for (const off_t bytes : {static_cast<off_t>(kTuningFileMaxBytes) + 1, off_t{1} << 40}) {
+    const int before = warnings();
+    const std::string path = sparse("big" + std::to_string(bytes) + ".json", bytes);
+    const CrossoverOverrides o = crossoverOverrides(path, 2, 90, 0, 0);
+    EXPECT_EQ(o.oneShotMaxBytes, 0u) << bytes;
+    EXPECT_EQ(o.twoShotMaxBytes, 0u) << bytes;
+    EXPECT_EQ(warnings(), before + 1) << bytes;
+    EXPECT_NE(lastWarning().find("is larger than"), std::string::npos) << lastWarning();
+  }
+  // The limit itself is still read: a good file padded with spaces to exactly the limit.
+  std::string padded = R"({"version": 1, "nRanks": 2, "smArch": 90, "oneShotMaxBytes": 4096, "twoShotMaxBytes": 0})";
+  padded.resize(kTuningFileMaxBytes, ' ');
+  const int before = warnings();
+  EXPECT_EQ(crossoverOverrides(write(padded), 2, 90, 0, 0).oneShotMaxBytes, 4096u);
+  EXPECT_EQ(warnings(), before);
+}
+
+// ncclVersion, date and command are informational: a hand-written file may leave them out.
+TEST_F(TuningFileTest, InformationalStringsAreOptional) {
+  TuningEntry entry;
+  std::string error;
+  ASSERT_TRUE(parseTuningFile(R"({"version": 1, "nRanks": 2, "smArch": 90, "oneShotMaxBytes": 64, "twoShotMaxBytes": 0})",
+                              &entry, &error))
+      << error;
+  EXPECT_EQ(entry.oneShotMaxBytes, 64u);
+  EXPECT_TRUE(entry.date.empty());
 }
 
 }  // namespace
