@@ -4,21 +4,22 @@
 #include <link.h>
 #include <stdlib.h>
 
-#include <fstream>
 #include <mutex>
 #include <sstream>
 #include <vector>
+
+#include "common/small_file.h"
 
 namespace nccl_lamport {
 
 namespace {
 
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::string();
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+/** nccl.conf's text; empty when it is missing, unreadable, not a regular file or over 1 MiB (a
+ *  FIFO named by NCCL_CONF_FILE must not block the tuner's init). */
+std::string readConfFile(const std::string& path) {
+  std::string text;
+  std::string error;
+  return readSmallRegularFile(path, size_t{1} << 20, &text, &error) ? text : std::string();
 }
 
 std::string trim(const std::string& s) {
@@ -68,7 +69,7 @@ DisplacedTuner search(int version, const std::string& ourPath) {
   if (const char* home = getenv("HOME")) confs.push_back(std::string(home) + "/.nccl.conf");
   confs.emplace_back("/etc/nccl.conf");
   for (const std::string& conf : confs) {
-    const std::string value = tunerPluginFromConf(readFile(conf));
+    const std::string value = tunerPluginFromConf(readConfFile(conf));
     if (value.empty() || value == "none") continue;
     for (const std::string& name : pluginNames(value, "nccl-tuner")) {
       void* handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);

@@ -1,14 +1,9 @@
 #include "tuner/tuning_file.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <nlohmann/json.hpp>
-#include <system_error>
 
 #include "common/log.h"
+#include "common/small_file.h"
 #include "kernels/lamport_layout.h"
 
 namespace nccl_lamport {
@@ -41,51 +36,6 @@ bool getInt(const json& doc, const char* key, int minimum, int* out, std::string
 std::string getText(const json& doc, const char* key) {
   const auto it = doc.find(key);
   return it != doc.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-/**
- * The whole text of a regular file of at most kTuningFileMaxBytes. False with *error (one line)
- * otherwise. Never blocks: a FIFO or a device is refused after a non-blocking open (a plain open of
- * a FIFO nobody writes would hang the communicator's set-up), and nothing is read past the limit.
- */
-bool readTuningFileText(const std::string& path, std::string* text, std::string* error) {
-  const auto unreadable = [] { return "cannot be read (" + std::system_category().message(errno) + ")"; };
-  const std::string tooLarge = "is larger than " + std::to_string(kTuningFileMaxBytes) + " bytes";
-  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    *error = unreadable();
-    return false;
-  }
-  struct stat st {};
-  bool ok = fstat(fd, &st) == 0;
-  if (!ok) {
-    *error = unreadable();
-  } else if (!S_ISREG(st.st_mode)) {
-    *error = "is not a regular file";
-    ok = false;
-  } else if (static_cast<unsigned long long>(st.st_size) > kTuningFileMaxBytes) {
-    *error = tooLarge;
-    ok = false;
-  }
-  text->clear();
-  char buffer[4096];
-  while (ok) {
-    const ssize_t n = read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      *error = unreadable();
-      ok = false;
-    } else if (n == 0) {
-      break;
-    } else if (text->size() + static_cast<size_t>(n) > kTuningFileMaxBytes) {  // grew since fstat
-      *error = tooLarge;
-      ok = false;
-    } else {
-      text->append(buffer, static_cast<size_t>(n));
-    }
-  }
-  close(fd);
-  return ok;
 }
 
 }  // namespace
@@ -138,8 +88,8 @@ CrossoverOverrides crossoverOverrides(const std::string& tuningPath, int nRanks,
   std::string text;
   TuningEntry entry;
   std::string error;
-  if (readTuningFileText(tuningPath, &text, &error) && parseTuningFile(text, &entry, &error) &&
-             (entry.nRanks != nRanks || entry.smArch != smArch)) {
+  if (readSmallRegularFile(tuningPath, kTuningFileMaxBytes, &text, &error) &&
+      parseTuningFile(text, &entry, &error) && (entry.nRanks != nRanks || entry.smArch != smArch)) {
     error = "measured for " + std::to_string(entry.nRanks) + " ranks of sm_" + std::to_string(entry.smArch) +
             ", this communicator has " + std::to_string(nRanks) + " ranks of sm_" + std::to_string(smArch);
   }

@@ -1,4 +1,5 @@
-# CPU-only GoogleTest suite (label "cpu"): tuner ABI, routing policy, configuration, logging.
+# CPU-only GoogleTest suite (label "cpu"): tuner ABI, routing policy, configuration, logging,
+# reading user-named files.
 # No GPU, no NCCL library: the tests drive the exported tuner structs through
 # lamport_tuner_exports and call the policy code directly. Included from tests/CMakeLists.txt.
 if(NOT TARGET GTest::gtest_main)
@@ -12,6 +13,7 @@ add_executable(lamport_cpu_tests
   ${CMAKE_CURRENT_LIST_DIR}/test_routing.cc
   ${CMAKE_CURRENT_LIST_DIR}/test_launch_policy.cc
   ${CMAKE_CURRENT_LIST_DIR}/test_tuning_file.cc
+  ${CMAKE_CURRENT_LIST_DIR}/test_small_file.cc
   ${CMAKE_CURRENT_LIST_DIR}/test_config.cc
   ${CMAKE_CURRENT_LIST_DIR}/test_log.cc
 )
