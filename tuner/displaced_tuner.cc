@@ -14,8 +14,8 @@ namespace nccl_lamport {
 
 namespace {
 
-/** nccl.conf's text; empty when it is missing, unreadable, not a regular file or over 1 MiB (a
- *  FIFO named by NCCL_CONF_FILE must not block the tuner's init). */
+/** nccl.conf's text; empty when it is missing, unreadable, not a regular file or over 1 MiB (the
+ *  reader of every file a user names: it never waits on a FIFO, never reads a huge file whole). */
 std::string readConfFile(const std::string& path) {
   std::string text;
   std::string error;
