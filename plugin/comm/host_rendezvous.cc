@@ -1,6 +1,7 @@
 #include "plugin/comm/host_rendezvous.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -97,11 +98,28 @@ sockaddr_un addressOf(const RendezvousJoin& join, socklen_t* length) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   // Abstract namespace (leading NUL): nothing on disk to clean up after a crash.
-  const int n = std::snprintf(addr.sun_path + 1, sizeof(addr.sun_path) - 1, "nccl-lamport-rdv-%u-%016llx-%u",
-                              static_cast<unsigned>(getuid()), static_cast<unsigned long long>(join.commId),
-                              join.nRanks);
+  const std::string name = hostRendezvousName(join);
+  const size_t n = std::min(name.size(), sizeof(addr.sun_path) - 1);
+  std::memcpy(addr.sun_path + 1, name.data(), n);
   *length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n);
   return addr;
+}
+
+/**
+ * Connects without blocking. A listener whose queue is full (a stopped or wedged holder of the
+ * name, or a process of another uid that never accepts, which our own retries below would fill)
+ * answers EAGAIN at once, where a blocking connect() would park this rank in the kernel past its
+ * deadline. Once connected the socket is blocking again: every receive waits in poll() with a
+ * deadline, and the sends are a few KB into an empty socket buffer.
+ */
+bool connectNow(int fd, const sockaddr_un& addr, socklen_t length) {
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) return false;
+  int r;
+  do {
+    r = connect(fd, reinterpret_cast<const sockaddr*>(&addr), length);
+  } while (r != 0 && errno == EINTR);
+  return r == 0 && fcntl(fd, F_SETFL, flags) == 0;
 }
 
 bool samePeerUser(int fd) {
@@ -263,6 +281,13 @@ RendezvousResult follow(int fd, const RendezvousJoin& join, uint64_t nonce, uint
 
 }  // namespace
 
+std::string hostRendezvousName(const RendezvousJoin& join) {
+  char name[96];
+  std::snprintf(name, sizeof(name), "nccl-lamport-rdv-%u-%016llx-%u", static_cast<unsigned>(getuid()),
+                static_cast<unsigned long long>(join.commId), join.nRanks);
+  return name;
+}
+
 RendezvousResult hostRendezvous(const RendezvousJoin& join, uint64_t timeoutMs, const char* testHooks) {
   try {
     if (join.nRanks == 0 || join.payload.size() > kMaxRendezvousPayload) return failed("invalid join");
@@ -283,7 +308,7 @@ RendezvousResult hostRendezvous(const RendezvousJoin& join, uint64_t timeoutMs, 
         const uint64_t left = static_cast<uint64_t>(remainingMs(deadline));
         return lead(fd, join, nonce, std::max<uint64_t>(left, 1));
       }
-      if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), length) == 0 && samePeerUser(fd)) {
+      if (connectNow(fd, addr, length) && samePeerUser(fd)) {
         bool retry = false;
         RendezvousResult r = follow(fd, join, nonce, timeoutMs, testHooks, &retry);
         close(fd);

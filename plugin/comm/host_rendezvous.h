@@ -43,6 +43,13 @@ struct RendezvousResult {
 };
 
 /**
+ * The abstract Unix socket name the ranks of `join` meet on, without its leading NUL:
+ * "nccl-lamport-rdv-<uid>-<commId, 16 hex digits>-<nRanks>" (`ss -xl` lists it while a leader
+ * waits). Exposed for diagnostics and tests.
+ */
+std::string hostRendezvousName(const RendezvousJoin& join);
+
+/**
  * Runs the rendezvous for `join` with a total bound of timeoutMs (join phase plus commit; a
  * rank may wait up to about twice that when its leader waits the full time). Never throws.
  * `testHooks` are for tests only: "die-after-join" makes this process exit right after it sent

@@ -1,9 +1,14 @@
 // plugin/comm/host_rendezvous with forked processes as the ranks: one verdict for every rank, in
 // bounded time, for a full set, a missing rank, a mismatched nRanks, an incapable rank, a rank
-// that dies after joining, and two communicators with the same commId one after the other.
+// that dies after joining, two communicators with the same commId one after the other, and a
+// process that holds the rendezvous name and never accepts.
 #include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstddef>
 
 #include <chrono>
 #include <cstring>
@@ -206,6 +211,75 @@ TEST(HostRendezvous, TwoCommunicatorsWithOneCommIdInTurnBothMeet) {
       EXPECT_EQ(o.order[round], out[0].order[round]);
     }
   }
+}
+
+// Forks a process that binds `join`'s rendezvous name (as user `uid`), listens with `backlog`,
+// fills its queue with `queued` connections of its own and never accepts. Returns its pid once
+// the name is held, or -1.
+pid_t holdTheName(const RendezvousJoin& join, uid_t uid, int backlog, int queued) {
+  const std::string name = hostRendezvousName(join);  // computed under our uid, before setuid
+  int ready[2];
+  if (pipe(ready) != 0) return -1;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(ready[0]);
+    if (uid != getuid() && (setgid(uid) != 0 || setuid(uid) != 0)) _exit(2);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path + 1, name.data(), name.size());
+    const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    const int listener = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (bind(listener, reinterpret_cast<const sockaddr*>(&addr), length) != 0 || listen(listener, backlog) != 0) {
+      _exit(3);
+    }
+    for (int i = 0; i < queued; ++i) {
+      const int c = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+      if (connect(c, reinterpret_cast<const sockaddr*>(&addr), length) != 0) _exit(4);
+    }
+    const char one = 1;
+    if (write(ready[1], &one, 1) != 1) _exit(5);
+    for (;;) pause();
+  }
+  close(ready[1]);
+  char got = 0;
+  pollfd p{ready[0], POLLIN, 0};
+  const bool held = poll(&p, 1, 5000) == 1 && read(ready[0], &got, 1) == 1 && got == 1;
+  close(ready[0]);
+  if (!held) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    return -1;
+  }
+  return pid;
+}
+
+// One rank of a 2-rank communicator whose name holdTheName(uid, backlog, queued) holds: it must
+// give up within its 300 ms timeout (no verdict, no hang).
+void expectTheHolderCostsAtMostTheTimeout(uid_t uid, int backlog, int queued) {
+  const Plan plan = rank(freshCommId(), 2, "r0");
+  const pid_t holder = holdTheName(plan.join, uid, backlog, queued);
+  ASSERT_GT(holder, 0);
+  double seconds = 0;
+  const auto out = runRanks({plan}, 300, 5000, &seconds);
+  kill(holder, SIGKILL);
+  waitpid(holder, nullptr, 0);
+  expectAllRefused(out, 1);
+  EXPECT_LT(seconds, 2.0);
+}
+
+// A holder of the name that never accepts, its queue full: a stopped or wedged process of ours.
+// (A fresh review found a blocking connect() parked in the kernel here for ever, inside NCCL's
+// communicator init.)
+TEST(HostRendezvous, AHolderWithAFullQueueCostsAtMostTheTimeout) {
+  expectTheHolderCostsAtMostTheTimeout(getuid(), /*backlog=*/0, /*queued=*/1);
+}
+
+// The name is predictable (uid, commHash, nRanks): a process of another user may hold it and
+// never accept. The rank refuses it (SO_PEERCRED) and retries, and its retries fill the holder's
+// queue of 8.
+TEST(HostRendezvous, AHolderOfAnotherUserCostsAtMostTheTimeout) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root, to run the holder as another user";
+  expectTheHolderCostsAtMostTheTimeout(65534, /*backlog=*/8, /*queued=*/0);
 }
 
 }  // namespace
