@@ -203,7 +203,7 @@ TEST_F(TuningFileTest, AFifoIsRefusedWithoutWaitingForAWriter) {
 TEST_F(TuningFileTest, ADirectoryOrAnOversizedFileWarnsWithItsReason) {
   EXPECT_EQ(crossoverOverrides(dir_, 2, 90, 0, 0).oneShotMaxBytes, 0u);
   EXPECT_NE(lastWarning().find("is not a regular file"), std::string::npos) << lastWarning();
-  for (const off_t bytes : {static_cast<off_t>(kTuningFileMaxBytes) + 1, off_t{1} << 40}) {
+  for (const off_t bytes : {static_cast<off_t>(kTuningFileMaxBytes) + 1, off_t{4} << 30}) {
     const int before = warnings();
     const std::string path = sparse("big" + std::to_string(bytes) + ".json", bytes);
     const CrossoverOverrides o = crossoverOverrides(path, 2, 90, 0, 0);
