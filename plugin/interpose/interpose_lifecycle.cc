@@ -256,23 +256,29 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRan
 
 NCCL_LAMPORT_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) try {
   REAL_OR_FAIL(ncclCommFinalize);
-  if (interposerEnabled()) {
-    ncclResult_t result = ncclSuccess;
-    if (waitForDeferredSetup(comm, [&] { return real(comm); }, &result) == PendingCall::kAnswered) return result;
-    markFinalized(comm);
-  }
-  return real(comm);
+  if (!interposerEnabled()) return real(comm);
+  ncclResult_t result = ncclSuccess;
+  if (waitForDeferredSetup(comm, [&] { return real(comm); }, &result) == PendingCall::kAnswered) return result;
+  // Only once NCCL has taken the finalize (done, or in progress on a non-blocking communicator):
+  // one it refuses (an operation of its own still in progress) leaves the communicator as it was,
+  // and marking it anyway would send this rank's allreduces to NCCL while its peers' run ours.
+  result = real(comm);
+  if (result == ncclSuccess || result == ncclInProgress) markFinalized(comm);
+  return result;
 } catch (...) {
   return resultOfException("ncclCommFinalize");
 }
 
 NCCL_LAMPORT_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) try {
   REAL_OR_FAIL(ncclCommDestroy);
-  if (!interposerEnabled()) return real(comm);
-  // NCCL refuses to destroy a communicator it still has in progress (ncclInvalidArgument): then
-  // nothing of ours changes either. Once NCCL has it ready, our set-up is not cancelled but
-  // finishes (bounded by NCCL_LAMPORT_TIMEOUT_MS): it is one grouped exchange for every
-  // communicator created with this one, and the peers take part in it.
+  // Null: NCCL's no-op. Nothing of ours is kept under it, and the pending-children cleanup below
+  // would take every split child NCCL has not written yet (their slots still hold null).
+  if (!interposerEnabled() || comm == nullptr) return real(comm);
+  // NCCL refuses to destroy a communicator it still has in progress (ncclInvalidArgument: its
+  // init, a split job, a non-blocking operation not yet completed): then nothing of ours changes
+  // either. Once our set-up is done (it is not cancelled but finishes, bounded by
+  // NCCL_LAMPORT_TIMEOUT_MS: one grouped exchange for every communicator created with this one,
+  // in which the peers take part), NCCL is asked first, and ours is released only if it agreed.
   ncclResult_t result = ncclSuccess;
   HeldComm held = holdComm(comm);
   const bool answered = waitForDeferredSetup(comm, [&] { return real(comm); }, &result, /*destroysComm=*/true) ==
@@ -284,17 +290,20 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) try {
     releaseHeldComm(comm, std::move(held), /*aborting=*/false);
     return result;
   }
-  forgetPendingChildren(comm);
   joinDeferredSetup(comm, globalConfig().timeoutMs + 1000);
-  releaseComm(comm, /*aborting=*/false);
-  return real(comm);
+  held = holdComm(comm);  // the entry the set-up may have registered since the first hold
+  result = real(comm);
+  if (result != ncclSuccess) return result;  // NCCL kept it, with its pending split children
+  forgetPendingChildren(comm);
+  releaseHeldComm(comm, std::move(held), /*aborting=*/false);
+  return result;
 } catch (...) {
   return resultOfException("ncclCommDestroy");
 }
 
 NCCL_LAMPORT_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) try {
   REAL_OR_FAIL(ncclCommAbort);
-  if (!interposerEnabled()) return real(comm);
+  if (!interposerEnabled() || comm == nullptr) return real(comm);  // null: as in ncclCommDestroy
   // Stop our set-up thread and our waiting kernels first, so nothing of ours holds the device or
   // the communicator while NCCL aborts.
   forgetPendingChildren(comm);

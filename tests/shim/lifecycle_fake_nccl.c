@@ -232,6 +232,7 @@ FAKE_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device) {
 static void* initDuringAbort(void* unused);
 
 FAKE_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
+  if (comm == NULL) return ncclSuccess; /* NCCL 2.28 src/init.cc: a null communicator is a no-op */
   noteCall("ncclCommDestroy", comm);
   /* FAKE_DESTROY_RACES_READY=1: NCCL's init job ends between the interposer's own readiness check
    * and NCCL's (ncclCommEnsureReady inside ncclCommDestroy), so NCCL destroys the communicator. */
@@ -265,6 +266,7 @@ static void* initDuringAbort(void* unused) {
 }
 
 FAKE_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
+  if (comm == NULL) return ncclSuccess; /* NCCL 2.28 src/init.cc: a null communicator is a no-op */
   noteCall("ncclCommAbort", comm);
   atomic_store(&comm->dead, 1);
   const char* reuse = getenv("FAKE_ABORT_REUSES_HANDLE");

@@ -251,6 +251,16 @@ static void destroyRacesReadyThenHandleReused(void) {
   CHECK(ncclCommDestroy(reused) == ncclSuccess, "destroy of the newcomer failed");
 }
 
+/* The child NCCL writes into *slot from its own thread, waited for up to 5 s (NULL: never). */
+static ncclComm_t waitForChild(ncclComm_t* slot) {
+  ncclComm_t child = NULL;
+  for (int i = 0; i < 5000 && child == NULL; ++i) {
+    child = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (child == NULL) usleep(1000);
+  }
+  return child;
+}
+
 /* A non-blocking split's child that NCCL writes late (FAKE_SPLIT_WRITES_CHILD_MS) and the
  * program aborts before anything of ours collected it: a later poll of the parent must not set
  * up the freed child (checkNothingWrong then sees no call on an aborted communicator). */
@@ -259,11 +269,7 @@ static void abortUncollectedChild(void) {
   ncclComm_t parent = initNonBlocking();
   CHECK(pollReady(parent) == ncclSuccess, "parent never ready");
   CHECK(ncclCommSplit(parent, 0, 0, &gLateChild, NULL) == ncclInProgress, "split: not in progress");
-  ncclComm_t child = NULL;
-  for (int i = 0; i < 5000 && child == NULL; ++i) {
-    child = __atomic_load_n(&gLateChild, __ATOMIC_ACQUIRE);
-    if (child == NULL) usleep(1000);
-  }
+  ncclComm_t child = waitForChild(&gLateChild);
   CHECK(child != NULL, "the fake never wrote the child");
   if (child == NULL) return;
   CHECK(ncclCommAbort(child) == ncclSuccess, "abort of the child failed");
@@ -410,6 +416,86 @@ static void callRacesExchangeStart(void) {
   CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy failed");
 }
 
+/* ---- Tear-down that NCCL refuses, or of a null communicator: what of ours must survive. ---- */
+static int lamportActive(void) {
+  int (*isActive)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "ncclLamportIsActive");
+  return isActive != NULL && isActive();
+}
+
+/* NCCL refuses to destroy a ready non-blocking communicator that still has an operation in
+ * progress (ncclInvalidArgument, as for one whose init is in progress): the communicator lives
+ * on, so our entry must too (the same promise destroy-in-progress checks for the init case). */
+static void destroyRefusedWhileBusy(void) {
+  ncclComm_t comm = initNonBlocking();
+  CHECK(pollReady(comm) == ncclSuccess, "never ready");
+  usleep(50 * 1000); /* our set-up has finished */
+  const int knownBefore = infoOf(comm).known;
+  CHECK(knownBefore == lamportActive(), "known %d before the destroy", knownBefore);
+  fakeCommBusyFor(comm, 300); /* a non-blocking operation NCCL still has in progress */
+  const ncclResult_t refused = ncclCommDestroy(comm);
+  CHECK(refused == ncclInvalidArgument, "destroy of a busy communicator returned %d, NCCL says %d", refused,
+        ncclInvalidArgument);
+  CHECK(infoOf(comm).known == knownBefore,
+        "NCCL refused the destroy and kept the communicator, but our entry was dropped (known %d -> %d)", knownBefore,
+        infoOf(comm).known);
+  CHECK(pollReady(comm) == ncclSuccess, "never ready after the refused destroy");
+  CHECK(ncclCommDestroy(comm) == ncclSuccess, "the second destroy failed");
+}
+
+/* The same refusal while a non-blocking split's job keeps the parent in progress: the child NCCL
+ * writes afterwards must still be set up on this rank (its peers set it up), i.e. the refused
+ * destroy must not drop the parent's pending child. FAKE_SPLIT_WRITES_CHILD_MS=100. */
+static ncclComm_t gSplitChild; /* written by the fake's thread */
+static void destroyRefusedKeepsPendingChild(void) {
+  ncclComm_t parent = initNonBlocking();
+  CHECK(pollReady(parent) == ncclSuccess, "parent never ready");
+  usleep(50 * 1000);
+  CHECK(ncclCommSplit(parent, 0, 0, &gSplitChild, NULL) == ncclInProgress, "split: not in progress");
+  fakeCommBusyFor(parent, 100); /* NCCL has the parent in progress until the split job ends */
+  const ncclResult_t refused = ncclCommDestroy(parent);
+  CHECK(refused == ncclInvalidArgument, "destroy of the parent during its split returned %d", refused);
+  ncclComm_t child = waitForChild(&gSplitChild);
+  CHECK(pollReady(parent) == ncclSuccess, "parent never ready after the split");
+  CHECK(child != NULL, "NCCL never wrote the child");
+  if (child == NULL) return;
+  CHECK(pollReady(child) == ncclSuccess, "child never ready");
+  usleep(50 * 1000);
+  CHECK(infoOf(child).known == lamportActive(),
+        "the child was never set up on this rank (known %d): the refused destroy of its parent dropped it",
+        infoOf(child).known);
+  CHECK(ncclCommDestroy(child) == ncclSuccess, "destroy of the child failed");
+  CHECK(ncclCommDestroy(parent) == ncclSuccess, "destroy of the parent failed");
+}
+
+/* ncclCommDestroy(NULL) / ncclCommAbort(NULL) are no-ops in NCCL (ncclSuccess; cleanup code calls
+ * them for a NCCL_SPLIT_NOCOLOR child, which is NULL). Made while another communicator's
+ * non-blocking split child is pending, they must not drop that child (its slot still holds NULL).
+ * FAKE_SPLIT_WRITES_CHILD_MS=100. how: 0 destroy(NULL), 1 abort(NULL), 2 neither (the control). */
+static ncclComm_t gNullCaseChild;
+static void nullTeardownKeepsPendingChild(int how) {
+  ncclComm_t parent = initNonBlocking();
+  CHECK(pollReady(parent) == ncclSuccess, "parent never ready");
+  usleep(50 * 1000);
+  CHECK(ncclCommSplit(parent, 0, 0, &gNullCaseChild, NULL) == ncclInProgress, "split: not in progress");
+  const ncclResult_t r = how == 2 ? ncclSuccess : how == 1 ? ncclCommAbort(NULL) : ncclCommDestroy(NULL);
+  CHECK(r == ncclSuccess, "%s(NULL) returned %d", how == 1 ? "ncclCommAbort" : "ncclCommDestroy", r);
+  ncclComm_t child = waitForChild(&gNullCaseChild);
+  CHECK(child != NULL, "NCCL never wrote the child");
+  if (child == NULL) return;
+  CHECK(pollReady(parent) == ncclSuccess, "parent state after the split");
+  CHECK(pollReady(child) == ncclSuccess, "child never ready");
+  usleep(50 * 1000);
+  CHECK(infoOf(child).known == lamportActive(),
+        "the split's child was never set up on this rank (known %d) after %s", infoOf(child).known,
+        how == 2 ? "no null tear-down" : how == 1 ? "ncclCommAbort(NULL)" : "ncclCommDestroy(NULL)");
+  CHECK(ncclCommDestroy(child) == ncclSuccess, "destroy of the child failed");
+  CHECK(ncclCommDestroy(parent) == ncclSuccess, "destroy of the parent failed");
+}
+static void destroyNullKeepsPendingChild(void) { nullTeardownKeepsPendingChild(0); }
+static void abortNullKeepsPendingChild(void) { nullTeardownKeepsPendingChild(1); }
+/* The control: the same without a null tear-down (it passed on the code before the fix too). */
+static void lateChildControl(void) { nullTeardownKeepsPendingChild(2); }
+
 int main(int argc, char** argv) {
   getCommInfo = (ncclResult_t(*)(ncclComm_t, ncclLamportCommInfo_t*))dlsym(RTLD_DEFAULT, "ncclLamportGetCommInfo");
   if (getCommInfo == NULL || argc < 2) {
@@ -435,6 +521,11 @@ int main(int argc, char** argv) {
       {"throw-in-blocking-setup", throwInBlockingSetup},
       {"throw-in-deferred-setup", throwInDeferredSetup},
       {"call-races-exchange-start", callRacesExchangeStart},
+      {"destroy-refused-while-busy", destroyRefusedWhileBusy},
+      {"destroy-refused-keeps-pending-child", destroyRefusedKeepsPendingChild},
+      {"destroy-null-keeps-pending-child", destroyNullKeepsPendingChild},
+      {"abort-null-keeps-pending-child", abortNullKeepsPendingChild},
+      {"late-child-control", lateChildControl},
   };
   for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); ++i) {
     if (strcmp(argv[1], scenarios[i].name) != 0) continue;

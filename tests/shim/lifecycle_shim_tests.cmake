@@ -55,6 +55,16 @@ set_tests_properties(shim_lifecycle.env-makes-blocking PROPERTIES LABELS cpu TIM
 set_tests_properties(shim_lifecycle.env-makes-nonblocking PROPERTIES LABELS cpu TIMEOUT 60
   ENVIRONMENT "${_preload};NCCL_COMM_BLOCKING=0")
 
+# Tear-down that NCCL refuses, or of a null communicator, while state of ours must survive (found
+# by a review in session 13; the four cases other than the control failed before the fix).
+add_test(NAME shim_lifecycle.destroy-refused-while-busy COMMAND shim_lifecycle_scenarios destroy-refused-while-busy)
+set_tests_properties(shim_lifecycle.destroy-refused-while-busy PROPERTIES LABELS cpu TIMEOUT 60 ENVIRONMENT "${_preload}")
+foreach(_case late-child-control destroy-refused-keeps-pending-child destroy-null-keeps-pending-child abort-null-keeps-pending-child)
+  add_test(NAME shim_lifecycle.${_case} COMMAND shim_lifecycle_scenarios ${_case})
+  set_tests_properties(shim_lifecycle.${_case} PROPERTIES LABELS cpu TIMEOUT 60
+    ENVIRONMENT "${_preload};FAKE_SPLIT_WRITES_CHILD_MS=100")
+endforeach()
+
 # The set-up's wait bounds per exchange round (issue 10, points 2 and 4), against the same stand-in.
 add_executable(shim_setup_waits ${CMAKE_CURRENT_LIST_DIR}/../unit/test_setup_waits.cc)
 target_include_directories(shim_setup_waits PRIVATE ${PROJECT_SOURCE_DIR})
