@@ -293,7 +293,10 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) try {
   joinDeferredSetup(comm, globalConfig().timeoutMs + 1000);
   held = holdComm(comm);  // the entry the set-up may have registered since the first hold
   result = real(comm);
-  if (result != ncclSuccess) return result;  // NCCL kept it, with its pending split children
+  // ncclInvalidArgument is NCCL's refusal (ncclCommEnsureReady): it keeps the communicator, and
+  // with it our entry and its pending split children. After any other answer the handle may be
+  // freed: what was held under it is released, never looked up by handle again.
+  if (result == ncclInvalidArgument) return result;
   forgetPendingChildren(comm);
   releaseHeldComm(comm, std::move(held), /*aborting=*/false);
   return result;
