@@ -224,15 +224,19 @@ bool adoptPendingChild(ncclComm_t comm) {
   bool found = false;
   {
     std::lock_guard<std::mutex> lock(gChildrenMutex);
+    // No iterator is advanced past an erase: the loop ends at the first match.
     for (auto it = pendingChildren().begin(); it != pendingChildren().end() && !found; ++it) {
       std::vector<ncclComm_t*>& slots = it->second;
       for (size_t i = 0; i < slots.size(); ++i) {
         if (__atomic_load_n(slots[i], __ATOMIC_ACQUIRE) == comm) {
           slots.erase(slots.begin() + static_cast<std::ptrdiff_t>(i));
-          if (slots.empty()) pendingChildren().erase(it);
           found = true;
           break;
         }
+      }
+      if (found) {
+        if (slots.empty()) pendingChildren().erase(it);
+        break;
       }
     }
   }

@@ -32,6 +32,11 @@ namespace {
 thread_local int tGroupDepth = 0;
 thread_local std::vector<ncclComm_t> tCommsCreatedInGroup;
 thread_local std::vector<ncclComm_t> tNonBlockingCreatedInGroup;
+/** Where blocking splits and shrinks made inside the open group will find their child: NCCL
+ *  writes it only when the split's job ends, at the outermost ncclGroupEnd (src/init.cc,
+ *  ncclCommInitChildComm sets *newcomm to NULL at the call). The caller keeps the slot alive until
+ *  then, as NCCL requires. */
+thread_local std::vector<ncclComm_t*> tChildSlotsInGroup;
 
 /**
  * Whether NCCL makes a new communicator blocking, by NCCL's own rule (2.28, src/init.cc
@@ -97,6 +102,10 @@ void onChildCreated(ncclResult_t result, ncclComm_t parent, ncclComm_t* newcomm,
   const ncclComm_t child = __atomic_load_n(newcomm, __ATOMIC_ACQUIRE);
   if (!blocking && (result == ncclSuccess || result == ncclInProgress) && child == nullptr) {
     watchPendingChild(parent, newcomm);
+    return;
+  }
+  if (blocking && result == ncclSuccess && child == nullptr && tGroupDepth > 0) {
+    tChildSlotsInGroup.push_back(newcomm);  // set up with the group's other communicators
     return;
   }
   onCommCreated(result, child, blocking);
@@ -372,6 +381,14 @@ static void endGroup(ncclResult_t result, bool runSetup) noexcept try {
   if (tGroupDepth > 0) return;
   std::vector<ncclComm_t> nonBlocking;
   nonBlocking.swap(tNonBlockingCreatedInGroup);
+  std::vector<ncclComm_t*> childSlots;
+  childSlots.swap(tChildSlotsInGroup);
+  for (ncclComm_t* slot : childSlots) {
+    // Written by NCCL inside the ncclGroupEnd that just returned; still null for
+    // NCCL_SPLIT_NOCOLOR or a split that failed.
+    const ncclComm_t child = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (child != nullptr) tCommsCreatedInGroup.push_back(child);
+  }
   if (runSetup && interposerEnabled() && !nonBlocking.empty()) {
     // A group of non-blocking inits returns ncclInProgress; NCCL finishes them in the background.
     if (result == ncclSuccess || result == ncclInProgress) {

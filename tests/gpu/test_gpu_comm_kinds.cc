@@ -1,10 +1,10 @@
 // GPU tests of the kinds of communicator an application can create (issue 3, point 2): splits
-// with NCCL_SPLIT_NOCOLOR and one-rank colors, splits with reordered ranks, ncclCommShrink,
-// ncclCommInitRankScalable, non-blocking communicators (config.blocking = 0; their tests are in
-// test_gpu_comm_kinds_nonblocking.cc, the same executable; shared helpers in
-// comm_kinds_support.h), ncclCommRevoke, and several communicators driven from several threads. 2 forked ranks, one process per GPU (this
-// gtest process never touches CUDA), except NonBlockingGroupedInitOneProcess, which forks ONE
-// process that drives both GPUs.
+// with NCCL_SPLIT_NOCOLOR and one-rank colors, splits with reordered ranks, a split inside a
+// group, ncclCommShrink, ncclCommInitRankScalable, non-blocking communicators (config.blocking = 0;
+// their tests are in test_gpu_comm_kinds_nonblocking.cc, the same executable; shared helpers in
+// comm_kinds_support.h), ncclCommRevoke, and several communicators driven from several threads.
+// 2 forked ranks, one process per GPU (this gtest process never touches CUDA), except
+// NonBlockingGroupedInitOneProcess, which forks ONE process that drives both GPUs.
 //
 // Every allreduce is checked against the fp64 reference and NCCL's own result, bit-identical
 // across ranks (calls on one-rank communicators are not shared, so they are not compared), with
@@ -131,6 +131,31 @@ TEST(CommKinds, SplitOneColorReversedRanks) {
     checkLamportGrowth(hc, lamport[1], "reversed child");
     calls.clear();
     destroyTimed(h, &child, false, "ncclCommDestroy(reversed child)");
+  });
+}
+
+TEST(CommKinds, SplitInsideAGroup) {
+  // A blocking split inside ncclGroupStart/End, as a thread driving several GPUs must make it: NCCL
+  // writes the child only at the outermost ncclGroupEnd, which has to set it up like a
+  // communicator initialised in a group (before session 14's fix it stayed on NCCL).
+  LAMPORT_RUN_FORKED(ranks(2, 300), [](Harness& h, RankContext&) {
+    const int n = h.slots[0].nRanks, rank = h.slots[0].rank;
+    ncclComm_t child = nullptr;
+    DestroyAtExit guard{&child};
+    ncclGroupStart();
+    const ncclResult_t rc = ncclCommSplit(h.slots[0].comm, 0, rank, &child, nullptr);
+    const ncclResult_t end = ncclGroupEnd();
+    h.failures->addCheck();
+    if (rc != ncclSuccess || end != ncclSuccess || child == nullptr) {
+      return failf(h, "split inside a group: ncclCommSplit %d, ncclGroupEnd %d, child %p", rc, end,
+                   static_cast<void*>(child));
+    }
+    requireAccelerated(h, child, n, rank, "split inside a group");
+    OwnedStream stream;
+    Harness hc = harnessFor(h, child, stream.stream);
+    checkLamportGrowth(hc, runMixed(hc, 0x6A01), "child split inside a group");
+    checkLamportGrowth(h, runMixed(h, 0x6A02), "the parent after a split inside a group");
+    destroyTimed(h, &child, false, "ncclCommDestroy(child split inside a group)");
   });
 }
 

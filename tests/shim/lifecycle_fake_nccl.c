@@ -97,9 +97,42 @@ static int blockingFor(const ncclConfig_t* config, int whenNoConfig) {
 /* A communicator freed by an abort, handed to the next one created (as malloc may do at once). */
 static ncclComm_t _Atomic gRecycled;
 
+/* FAKE_REUSE_FREED=1: every destroyed or aborted communicator goes onto this list and the next
+ * one created, on any thread, takes the most recent (as malloc may hand a freed block to the next
+ * caller): what the interposer keeps under a handle must follow the communicator, not the address. */
+static pthread_mutex_t gFreedMutex = PTHREAD_MUTEX_INITIALIZER;
+static ncclComm_t gFreed[64];
+static int gFreedCount;
+
+static int reuseFreed(void) {
+  const char* reuse = getenv("FAKE_REUSE_FREED");
+  return reuse != NULL && strcmp(reuse, "1") == 0;
+}
+
+static void freeComm(ncclComm_t comm) {
+  if (!reuseFreed()) return;
+  pthread_mutex_lock(&gFreedMutex);
+  if (gFreedCount < (int)(sizeof(gFreed) / sizeof(gFreed[0]))) gFreed[gFreedCount++] = comm;
+  pthread_mutex_unlock(&gFreedMutex);
+}
+
+static ncclComm_t takeFreed(void) {
+  ncclComm_t comm = NULL;
+  pthread_mutex_lock(&gFreedMutex);
+  if (gFreedCount > 0) comm = gFreed[--gFreedCount];
+  pthread_mutex_unlock(&gFreedMutex);
+  return comm;
+}
+
 static ncclComm_t newComm(int blocking, int rank, int nRanks) {
   ncclComm_t comm = atomic_exchange(&gRecycled, NULL);
-  if (comm != NULL) {
+  if (comm == NULL && reuseFreed() && (comm = takeFreed()) != NULL) {
+    /* Field by field: a late call on the freed communicator is the interposer's bug to report
+     * (as a call on a communicator it does not own), not a race inside the stand-in. */
+    atomic_store(&comm->busyUntilNs, 0);
+    atomic_store(&comm->dead, 0);
+    atomic_store(&comm->inside, 0);
+  } else if (comm != NULL) {
     struct ncclComm* next = comm->next; /* already in gAllComms */
     memset(comm, 0, sizeof(*comm));
     comm->next = next;
@@ -166,6 +199,17 @@ static void* writeChildLate(void* arg) {
   return NULL;
 }
 
+/* The calling thread's ncclGroupStart/End depth, and the splits made inside its open group. NCCL
+ * (src/init.cc, ncclCommInitChildComm) sets *newcomm to NULL at the call and writes the child only
+ * when the split's job ends, which inside a group is at the outermost ncclGroupEnd. */
+#define FAKE_MAX_GROUPED_SPLITS 16
+static __thread int tGroupDepth;
+static __thread int tGroupedSplits;
+static __thread struct GroupedSplit {
+  ncclComm_t* slot;
+  ncclComm_t child;
+} tGroupedSplit[FAKE_MAX_GROUPED_SPLITS];
+
 FAKE_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
   (void)color;
   (void)key;
@@ -173,6 +217,13 @@ FAKE_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclC
   const ncclResult_t ready = ensureReady(comm);
   if (ready != ncclSuccess) return ready;
   ncclComm_t child = newComm(blockingFor(config, comm->blocking), comm->rank, comm->nRanks);
+  if (tGroupDepth > 0 && tGroupedSplits < FAKE_MAX_GROUPED_SPLITS) {
+    *newcomm = NULL;
+    tGroupedSplit[tGroupedSplits].slot = newcomm;
+    tGroupedSplit[tGroupedSplits].child = child;
+    ++tGroupedSplits;
+    return ncclSuccess;
+  }
   /* FAKE_SPLIT_WRITES_CHILD_MS=N: a non-blocking split returns with *newcomm still null and
    * writes the child N ms later, as NCCL 2.28 does when its split job ends. */
   const char* lateMs = getenv("FAKE_SPLIT_WRITES_CHILD_MS");
@@ -243,6 +294,7 @@ FAKE_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   const ncclResult_t ready = ensureReady(comm);
   if (ready != ncclSuccess) return ready;
   atomic_store(&comm->dead, 1); /* never freed: later calls on it are counted, not crashes */
+  freeComm(comm);
   const char* reuse = getenv("FAKE_DESTROY_REUSES_HANDLE");
   if (reuse != NULL && strcmp(reuse, "1") == 0) {
     atomic_store(&gRecycled, comm);
@@ -269,6 +321,7 @@ FAKE_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   if (comm == NULL) return ncclSuccess; /* NCCL 2.28 src/init.cc: a null communicator is a no-op */
   noteCall("ncclCommAbort", comm);
   atomic_store(&comm->dead, 1);
+  freeComm(comm);
   const char* reuse = getenv("FAKE_ABORT_REUSES_HANDLE");
   if (reuse != NULL && strcmp(reuse, "1") == 0) {
     atomic_store(&gRecycled, comm);
@@ -283,9 +336,17 @@ FAKE_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
   return ensureReady(comm);
 }
 
-FAKE_API(ncclResult_t, ncclGroupStart, void) { return ncclSuccess; }
+FAKE_API(ncclResult_t, ncclGroupStart, void) {
+  ++tGroupDepth;
+  return ncclSuccess;
+}
 
 FAKE_API(ncclResult_t, ncclGroupEnd, void) {
+  if (tGroupDepth > 0 && --tGroupDepth == 0) {
+    /* The group's split jobs end: each child is written to the caller's slot. */
+    for (int i = 0; i < tGroupedSplits; ++i) __atomic_store_n(tGroupedSplit[i].slot, tGroupedSplit[i].child, __ATOMIC_RELEASE);
+    tGroupedSplits = 0;
+  }
   if (onMainThread()) return ncclSuccess;
   atomic_fetch_add(&fakeCounters.helperGroupEnds, 1);
   callHelperHook("ncclGroupEnd", NULL);

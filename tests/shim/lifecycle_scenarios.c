@@ -1,6 +1,7 @@
 /* Non-blocking communicators and the blocking rule, on the CPU: a program linked against a
  * stand-in NCCL (tests/shim/lifecycle_fake_nccl.c) with libnccl-lamport.so preloaded. One
- * scenario per run (argv[1]); exit status 0 only if every check passed.
+ * scenario per run (argv[1]); exit status 0 only if every check passed. Several threads at once,
+ * and splits inside a group: tests/shim/lifecycle_concurrency_scenarios.c.
  *
  * No GPU here, so the set-up never makes a communicator eligible; what is checked is what the
  * interposer does around NCCL: which NCCL answer the program gets, whether the set-up's exchange
@@ -19,58 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "include/nccl_lamport.h"
-#include "tests/shim/lifecycle_fake_nccl.h"
-#include "tests/shim/shim_check.h"
-
-static ncclResult_t (*getCommInfo)(ncclComm_t, ncclLamportCommInfo_t*);
-
-static ncclLamportCommInfo_t infoOf(ncclComm_t comm) {
-  ncclLamportCommInfo_t info;
-  memset(&info, 0, sizeof(info));
-  getCommInfo(comm, &info);
-  return info;
-}
-
-static double secondsSince(const struct timespec* start) {
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return (double)(now.tv_sec - start->tv_sec) + 1e-9 * (double)(now.tv_nsec - start->tv_nsec);
-}
-
-/** Polls as NCCL asks programs to, for at most 10 s; the last state. */
-static ncclResult_t pollReady(ncclComm_t comm) {
-  ncclResult_t state = ncclInProgress;
-  for (int i = 0; i < 10000 && state == ncclInProgress; ++i) {
-    if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) return ncclInternalError;
-    if (state == ncclInProgress) usleep(1000);
-  }
-  return state;
-}
-
-static ncclComm_t initWithBlocking(int blocking, ncclResult_t* result) {
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = blocking;
-  ncclUniqueId id;
-  memset(&id, 0, sizeof(id));
-  ncclComm_t comm = NULL;
-  *result = ncclCommInitRankConfig(&comm, 2, id, 0, &config);
-  return comm;
-}
-
-static ncclComm_t initNonBlocking(void) {
-  ncclResult_t result;
-  ncclComm_t comm = initWithBlocking(0, &result);
-  CHECK(result == ncclInProgress, "non-blocking init returned %d", result);
-  return comm;
-}
-
-static void checkNothingWrong(void) {
-  CHECK(atomic_load(&fakeCounters.callsOnDeadComm) == 0, "%d NCCL call(s) on a destroyed or aborted communicator",
-        atomic_load(&fakeCounters.callsOnDeadComm));
-  CHECK(atomic_load(&fakeCounters.concurrentCalls) == 0, "%d time(s) two threads were inside NCCL on one communicator",
-        atomic_load(&fakeCounters.concurrentCalls));
-}
+#include "tests/shim/lifecycle_scenario_support.h"
 
 /* Ready, then set up: the exchange runs on the set-up thread; the reference for the others. */
 static void readyThenDestroy(void) {
@@ -251,16 +201,6 @@ static void destroyRacesReadyThenHandleReused(void) {
   CHECK(ncclCommDestroy(reused) == ncclSuccess, "destroy of the newcomer failed");
 }
 
-/* The child NCCL writes into *slot from its own thread, waited for up to 5 s (NULL: never). */
-static ncclComm_t waitForChild(ncclComm_t* slot) {
-  ncclComm_t child = NULL;
-  for (int i = 0; i < 5000 && child == NULL; ++i) {
-    child = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-    if (child == NULL) usleep(1000);
-  }
-  return child;
-}
-
 /* A non-blocking split's child that NCCL writes late (FAKE_SPLIT_WRITES_CHILD_MS) and the
  * program aborts before anything of ours collected it: a later poll of the parent must not set
  * up the freed child (checkNothingWrong then sees no call on an aborted communicator). */
@@ -417,11 +357,6 @@ static void callRacesExchangeStart(void) {
 }
 
 /* ---- Tear-down that NCCL refuses, or of a null communicator: what of ours must survive. ---- */
-static int lamportActive(void) {
-  int (*isActive)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "ncclLamportIsActive");
-  return isActive != NULL && isActive();
-}
-
 /* NCCL refuses to destroy a ready non-blocking communicator that still has an operation in
  * progress (ncclInvalidArgument, as for one whose init is in progress): the communicator lives
  * on, so our entry must too (the same promise destroy-in-progress checks for the init case). */
@@ -442,15 +377,22 @@ static void destroyRefusedWhileBusy(void) {
   CHECK(ncclCommDestroy(comm) == ncclSuccess, "the second destroy failed");
 }
 
+/* A ready non-blocking parent and a non-blocking split of it whose child NCCL writes into *slot
+ * later, from its own thread (FAKE_SPLIT_WRITES_CHILD_MS); the parent. */
+static ncclComm_t readyParentWithLateSplit(ncclComm_t* slot) {
+  ncclComm_t parent = initNonBlocking();
+  CHECK(pollReady(parent) == ncclSuccess, "parent never ready");
+  usleep(50 * 1000); /* our set-up of the parent has finished */
+  CHECK(ncclCommSplit(parent, 0, 0, slot, NULL) == ncclInProgress, "split: not in progress");
+  return parent;
+}
+
 /* The same refusal while a non-blocking split's job keeps the parent in progress: the child NCCL
  * writes afterwards must still be set up on this rank (its peers set it up), i.e. the refused
  * destroy must not drop the parent's pending child. FAKE_SPLIT_WRITES_CHILD_MS=100. */
 static ncclComm_t gSplitChild; /* written by the fake's thread */
 static void destroyRefusedKeepsPendingChild(void) {
-  ncclComm_t parent = initNonBlocking();
-  CHECK(pollReady(parent) == ncclSuccess, "parent never ready");
-  usleep(50 * 1000);
-  CHECK(ncclCommSplit(parent, 0, 0, &gSplitChild, NULL) == ncclInProgress, "split: not in progress");
+  ncclComm_t parent = readyParentWithLateSplit(&gSplitChild);
   fakeCommBusyFor(parent, 100); /* NCCL has the parent in progress until the split job ends */
   const ncclResult_t refused = ncclCommDestroy(parent);
   CHECK(refused == ncclInvalidArgument, "destroy of the parent during its split returned %d", refused);
@@ -473,10 +415,7 @@ static void destroyRefusedKeepsPendingChild(void) {
  * FAKE_SPLIT_WRITES_CHILD_MS=100. how: 0 destroy(NULL), 1 abort(NULL), 2 neither (the control). */
 static ncclComm_t gNullCaseChild;
 static void nullTeardownKeepsPendingChild(int how) {
-  ncclComm_t parent = initNonBlocking();
-  CHECK(pollReady(parent) == ncclSuccess, "parent never ready");
-  usleep(50 * 1000);
-  CHECK(ncclCommSplit(parent, 0, 0, &gNullCaseChild, NULL) == ncclInProgress, "split: not in progress");
+  ncclComm_t parent = readyParentWithLateSplit(&gNullCaseChild);
   const ncclResult_t r = how == 2 ? ncclSuccess : how == 1 ? ncclCommAbort(NULL) : ncclCommDestroy(NULL);
   CHECK(r == ncclSuccess, "%s(NULL) returned %d", how == 1 ? "ncclCommAbort" : "ncclCommDestroy", r);
   ncclComm_t child = waitForChild(&gNullCaseChild);
@@ -496,16 +435,25 @@ static void abortNullKeepsPendingChild(void) { nullTeardownKeepsPendingChild(1);
 /* The control: the same without a null tear-down (it passed on the code before the fix too). */
 static void lateChildControl(void) { nullTeardownKeepsPendingChild(2); }
 
+/* A non-blocking split's child that NCCL writes late (FAKE_SPLIT_WRITES_CHILD_MS), polled directly
+ * as NCCL documents (not through its parent): our wrapper adopts it from the parent's watch list.
+ * The only watched child: adopting it empties the parent's list, which adoptPendingChild erased and
+ * then advanced the erased iterator over (a read of freed memory: ASan and TSan report it). */
+static ncclComm_t gPolledChild; /* written by the fake's thread */
+static void pollLateChildDirectly(void) {
+  ncclComm_t parent = readyParentWithLateSplit(&gPolledChild);
+  ncclComm_t child = waitForChild(&gPolledChild);
+  CHECK(child != NULL, "the fake never wrote the child");
+  if (child == NULL) return;
+  CHECK(pollReady(child) == ncclSuccess, "child never ready");
+  usleep(50 * 1000);
+  CHECK(infoOf(child).known == lamportActive(), "the child polled directly was not set up (known %d)", infoOf(child).known);
+  CHECK(ncclCommDestroy(child) == ncclSuccess, "destroy of the child failed");
+  CHECK(ncclCommDestroy(parent) == ncclSuccess, "destroy of the parent failed");
+}
+
 int main(int argc, char** argv) {
-  getCommInfo = (ncclResult_t(*)(ncclComm_t, ncclLamportCommInfo_t*))dlsym(RTLD_DEFAULT, "ncclLamportGetCommInfo");
-  if (getCommInfo == NULL || argc < 2) {
-    fprintf(stderr, "usage: LD_PRELOAD=libnccl-lamport.so %s SCENARIO\n", argv[0]);
-    return 2;
-  }
-  static const struct {
-    const char* name;
-    void (*run)(void);
-  } scenarios[] = {
+  static const struct LifecycleScenario scenarios[] = {
       {"ready-then-destroy", readyThenDestroy},
       {"destroy-in-progress", destroyWhileInProgress},
       {"allreduce-in-progress", allReduceWhileInProgress},
@@ -526,13 +474,7 @@ int main(int argc, char** argv) {
       {"destroy-null-keeps-pending-child", destroyNullKeepsPendingChild},
       {"abort-null-keeps-pending-child", abortNullKeepsPendingChild},
       {"late-child-control", lateChildControl},
+      {"poll-late-child-directly", pollLateChildDirectly},
   };
-  for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); ++i) {
-    if (strcmp(argv[1], scenarios[i].name) != 0) continue;
-    scenarios[i].run();
-    checkNothingWrong();
-    return shimCheckResult(argv[1]);
-  }
-  fprintf(stderr, "unknown scenario %s\n", argv[1]);
-  return 2;
+  return runLifecycleScenario(argc, argv, scenarios, sizeof(scenarios) / sizeof(scenarios[0]));
 }

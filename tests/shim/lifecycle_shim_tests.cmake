@@ -15,6 +15,12 @@ target_link_libraries(shim_lifecycle_scenarios PRIVATE shim_lifecycle_fake_nccl 
                       ${CMAKE_DL_LIBS})
 target_include_directories(shim_lifecycle_scenarios PRIVATE ${PROJECT_SOURCE_DIR})
 add_dependencies(shim_lifecycle_scenarios nccl-lamport)
+# Splits inside a group and several threads at once: the same stand-in, a program of their own.
+add_executable(shim_lifecycle_concurrency ${_shim}/lifecycle_concurrency_scenarios.c)
+target_link_libraries(shim_lifecycle_concurrency PRIVATE shim_lifecycle_fake_nccl nccl_headers Threads::Threads
+                      ${CMAKE_DL_LIBS})
+target_include_directories(shim_lifecycle_concurrency PRIVATE ${PROJECT_SOURCE_DIR})
+add_dependencies(shim_lifecycle_concurrency nccl-lamport)
 
 set(_preload "LD_PRELOAD=${PROJECT_BINARY_DIR}/lib/libnccl-lamport.so;NCCL_DEBUG=WARN;NCCL_LAMPORT_TIMEOUT_MS=5000")
 foreach(_case ready-then-destroy destroy-in-progress allreduce-in-progress abort-while-call-waits abort-one-of-batch
@@ -59,11 +65,30 @@ set_tests_properties(shim_lifecycle.env-makes-nonblocking PROPERTIES LABELS cpu 
 # by a review in session 13; the four cases other than the control failed before the fix).
 add_test(NAME shim_lifecycle.destroy-refused-while-busy COMMAND shim_lifecycle_scenarios destroy-refused-while-busy)
 set_tests_properties(shim_lifecycle.destroy-refused-while-busy PROPERTIES LABELS cpu TIMEOUT 60 ENVIRONMENT "${_preload}")
-foreach(_case late-child-control destroy-refused-keeps-pending-child destroy-null-keeps-pending-child abort-null-keeps-pending-child)
+foreach(_case late-child-control destroy-refused-keeps-pending-child destroy-null-keeps-pending-child abort-null-keeps-pending-child
+              poll-late-child-directly)
   add_test(NAME shim_lifecycle.${_case} COMMAND shim_lifecycle_scenarios ${_case})
   set_tests_properties(shim_lifecycle.${_case} PROPERTIES LABELS cpu TIMEOUT 60
     ENVIRONMENT "${_preload};FAKE_SPLIT_WRITES_CHILD_MS=100")
 endforeach()
+
+# Splits inside a group: NCCL writes the children at the outermost ncclGroupEnd (found by a review
+# of the interposer under concurrency; the blocking case failed before the fix).
+foreach(_case split-in-group-blocking split-in-group-nonblocking)
+  add_test(NAME shim_lifecycle.${_case} COMMAND shim_lifecycle_concurrency ${_case})
+  set_tests_properties(shim_lifecycle.${_case} PROPERTIES LABELS cpu TIMEOUT 60 ENVIRONMENT "${_preload}")
+endforeach()
+
+# Several threads creating, splitting and tearing down communicators of their own at once, with and
+# without the stand-in handing freed handles to the next communicator.
+add_test(NAME shim_lifecycle.threads-churn COMMAND shim_lifecycle_concurrency threads-churn)
+add_test(NAME shim_lifecycle.threads-churn-reuse COMMAND shim_lifecycle_concurrency threads-churn)
+set_tests_properties(shim_lifecycle.threads-churn PROPERTIES LABELS cpu TIMEOUT 120 ENVIRONMENT "${_preload}")
+set_tests_properties(shim_lifecycle.threads-churn-reuse PROPERTIES LABELS cpu TIMEOUT 120
+  ENVIRONMENT "${_preload};FAKE_REUSE_FREED=1")
+add_test(NAME shim_lifecycle.threads-churn-late-children COMMAND shim_lifecycle_concurrency threads-churn)
+set_tests_properties(shim_lifecycle.threads-churn-late-children PROPERTIES LABELS cpu TIMEOUT 120
+  ENVIRONMENT "${_preload};FAKE_REUSE_FREED=1;FAKE_SPLIT_WRITES_CHILD_MS=20")
 
 # The set-up's wait bounds per exchange round (issue 10, points 2 and 4), against the same stand-in.
 add_executable(shim_setup_waits ${CMAKE_CURRENT_LIST_DIR}/../unit/test_setup_waits.cc)

@@ -1,0 +1,184 @@
+/* Splits inside ncclGroupStart/End, and several threads creating and tearing down communicators
+ * of their own at once, on the CPU: a program linked against the stand-in NCCL
+ * (tests/shim/lifecycle_fake_nccl.c) with libnccl-lamport.so preloaded, one scenario per run
+ * (argv[1]); exit status 0 only if every check passed. Found by a review of the interposer under
+ * concurrency (session 14): the blocking split in a group failed before the fix. */
+#define _GNU_SOURCE
+#include <nccl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "tests/shim/lifecycle_scenario_support.h"
+
+/* ---- Splits inside ncclGroupStart/End (one thread driving several GPUs must group them). ---- */
+/* NCCL sets *newcomm to NULL at the call and writes the child when the split's job ends
+ * (src/init.cc, ncclCommInitChildComm), which inside a group is the outermost ncclGroupEnd: the
+ * stand-in does the same. The children must be set up there, like communicators initialised in a
+ * group (SPEC 4.3); a rank that skips them routes to NCCL while a peer that split outside a group
+ * runs the set-up exchange on them. blocking: the parents' (and so the children's) mode. */
+static void splitInGroup(int blocking) {
+  ncclComm_t parents[2] = {NULL, NULL};
+  ncclResult_t r = ncclSuccess;
+  ncclGroupStart();
+  for (int i = 0; i < 2; ++i) parents[i] = initWithBlocking(blocking, &r);
+  ncclGroupEnd();
+  for (int i = 0; i < 2; ++i) CHECK(pollReady(parents[i]) == ncclSuccess, "parent %d never ready", i);
+  usleep(50 * 1000); /* the parents' set-up has finished */
+  ncclComm_t children[2] = {NULL, NULL};
+  ncclGroupStart();
+  for (int i = 0; i < 2; ++i) {
+    r = ncclCommSplit(parents[i], 0, i, &children[i], NULL);
+    CHECK(r == ncclSuccess, "split %d inside a group returned %d", i, r);
+    CHECK(children[i] == NULL, "the stand-in wrote child %d before the group ended", i);
+  }
+  r = ncclGroupEnd();
+  CHECK(r == ncclSuccess, "ncclGroupEnd returned %d", r);
+  for (int i = 0; i < 2; ++i) {
+    CHECK(children[i] != NULL, "child %d was never written", i);
+    if (children[i] == NULL) return;
+    CHECK(pollReady(children[i]) == ncclSuccess, "child %d never ready", i);
+  }
+  usleep(50 * 1000); /* a deferred set-up of the children has finished */
+  for (int i = 0; i < 2; ++i) {
+    CHECK(infoOf(children[i]).known == lamportActive(),
+          "child %d of a split inside a group was never set up on this rank (known %d)", i, infoOf(children[i]).known);
+  }
+  for (int i = 0; i < 2; ++i) CHECK(ncclCommDestroy(children[i]) == ncclSuccess, "destroy of child %d failed", i);
+  for (int i = 0; i < 2; ++i) CHECK(ncclCommDestroy(parents[i]) == ncclSuccess, "destroy of parent %d failed", i);
+}
+static void splitInGroupBlocking(void) { splitInGroup(1); }
+/* The control: non-blocking children were already picked up later (watchPendingChild). */
+static void splitInGroupNonBlocking(void) { splitInGroup(0); }
+
+/* ---- Several threads, each with its own communicators, at the same time. ---- */
+/* Each worker creates, uses, splits and tears down communicators of its own in every way the
+ * wrappers know (blocking and non-blocking, grouped, finalize, destroy, abort, abort while in
+ * progress), concurrently with the others. With FAKE_REUSE_FREED=1 the stand-in hands every freed
+ * handle to the next communicator created on any thread, so whatever the interposer keeps under a
+ * handle must follow the communicator. A live communicator must stay known, calls must get
+ * NCCL's answers, nothing may call NCCL on a freed communicator or hang, and once every thread has
+ * torn down everything no entry may be left (ThreadSanitizer runs this too). */
+enum { kChurnThreads = 4, kChurnRounds = 12 };
+static atomic_int gChurnFailures;
+static ncclComm_t _Atomic gChurnSeen[kChurnThreads * kChurnRounds * 4];
+static atomic_int gChurnSeenCount;
+
+#define CHURN_CHECK(cond, ...)                                           \
+  do {                                                                   \
+    if (!(cond)) {                                                       \
+      fprintf(stderr, "FAIL %s:%d (thread %d round %d): ", __FILE__, __LINE__, t, round); \
+      fprintf(stderr, __VA_ARGS__);                                      \
+      fprintf(stderr, "\n");                                             \
+      atomic_fetch_add(&gChurnFailures, 1);                              \
+    }                                                                    \
+  } while (0)
+
+static void churnSeen(ncclComm_t comm) {
+  const int i = atomic_fetch_add(&gChurnSeenCount, 1);
+  if (i < (int)(sizeof(gChurnSeen) / sizeof(gChurnSeen[0]))) atomic_store(&gChurnSeen[i], comm);
+}
+
+static void* churnWorker(void* arg) {
+  const int t = (int)(long)arg;
+  float x = 1.0f;
+  for (int round = 0; round < kChurnRounds; ++round) {
+    ncclResult_t r = ncclSuccess;
+    switch ((t + round) % 5) {
+      case 0: { /* blocking: init, allreduce, destroy */
+        ncclComm_t comm = initWithBlocking(1, &r);
+        churnSeen(comm);
+        CHURN_CHECK(r == ncclSuccess, "blocking init returned %d", r);
+        CHURN_CHECK(infoOf(comm).known == 1, "blocking communicator %p not registered", (void*)comm);
+        CHURN_CHECK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess, "allreduce failed");
+        CHURN_CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy failed");
+        break;
+      }
+      case 1: { /* non-blocking: ready, allreduce, split, child, destroy both */
+        ncclComm_t comm = initWithBlocking(0, &r);
+        churnSeen(comm);
+        CHURN_CHECK(r == ncclInProgress, "non-blocking init returned %d", r);
+        CHURN_CHECK(pollReady(comm) == ncclSuccess, "never ready");
+        CHURN_CHECK(infoOf(comm).known == 1, "ready non-blocking communicator %p not registered", (void*)comm);
+        CHURN_CHECK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess, "allreduce failed");
+        ncclComm_t slot = NULL;
+        r = ncclCommSplit(comm, 0, 0, &slot, NULL);
+        CHURN_CHECK(r == ncclInProgress, "split returned %d", r);
+        /* FAKE_SPLIT_WRITES_CHILD_MS: written later; picked up by a poll of the child or the parent. */
+        ncclComm_t child = waitForChild(&slot);
+        CHURN_CHECK(child != NULL, "the child was never written");
+        if (child != NULL) {
+          churnSeen(child);
+          if (round % 2) CHURN_CHECK(pollReady(comm) == ncclSuccess, "parent not ready after the split");
+          CHURN_CHECK(pollReady(child) == ncclSuccess, "child never ready");
+          CHURN_CHECK(infoOf(child).known == 1, "ready child %p not registered", (void*)child);
+          CHURN_CHECK(ncclCommDestroy(child) == ncclSuccess, "destroy of the child failed");
+        }
+        CHURN_CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy failed");
+        break;
+      }
+      case 2: { /* non-blocking, aborted while NCCL still has it in progress */
+        ncclComm_t comm = initWithBlocking(0, &r);
+        churnSeen(comm);
+        CHURN_CHECK(ncclCommAbort(comm) == ncclSuccess, "abort failed");
+        break;
+      }
+      case 3: { /* two blocking communicators in one group, split in one group, aborted */
+        ncclComm_t comms[2] = {NULL, NULL}, children[2] = {NULL, NULL};
+        ncclGroupStart();
+        for (int i = 0; i < 2; ++i) comms[i] = initWithBlocking(1, &r);
+        CHURN_CHECK(ncclGroupEnd() == ncclSuccess, "group of inits failed");
+        for (int i = 0; i < 2; ++i) {
+          churnSeen(comms[i]);
+          CHURN_CHECK(infoOf(comms[i]).known == 1, "grouped communicator %p not registered", (void*)comms[i]);
+        }
+        ncclGroupStart();
+        for (int i = 0; i < 2; ++i) ncclCommSplit(comms[i], 0, i, &children[i], NULL);
+        CHURN_CHECK(ncclGroupEnd() == ncclSuccess, "group of splits failed");
+        for (int i = 0; i < 2; ++i) {
+          if (children[i] != NULL) churnSeen(children[i]);
+          CHURN_CHECK(ncclCommAbort(children[i]) == ncclSuccess, "abort of a child failed");
+          CHURN_CHECK(ncclCommAbort(comms[i]) == ncclSuccess, "abort failed");
+        }
+        break;
+      }
+      default: { /* non-blocking: ready, finalize, allreduce goes to NCCL, destroy */
+        ncclComm_t comm = initWithBlocking(0, &r);
+        churnSeen(comm);
+        CHURN_CHECK(pollReady(comm) == ncclSuccess, "never ready");
+        CHURN_CHECK(ncclCommFinalize(comm) == ncclSuccess, "finalize failed");
+        CHURN_CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy failed");
+        break;
+      }
+    }
+  }
+  return NULL;
+}
+
+static void threadsChurn(void) {
+  pthread_t workers[kChurnThreads];
+  for (long t = 0; t < kChurnThreads; ++t) pthread_create(&workers[t], NULL, churnWorker, (void*)t);
+  for (int t = 0; t < kChurnThreads; ++t) pthread_join(workers[t], NULL);
+  usleep(100 * 1000); /* set-up threads of aborted communicators have ended */
+  CHECK(atomic_load(&gChurnFailures) == 0, "%d check(s) failed on the worker threads", atomic_load(&gChurnFailures));
+  int left = 0;
+  const int seen = atomic_load(&gChurnSeenCount);
+  for (int i = 0; i < seen && i < (int)(sizeof(gChurnSeen) / sizeof(gChurnSeen[0])); ++i) {
+    ncclComm_t comm = atomic_load(&gChurnSeen[i]);
+    if (comm != NULL && infoOf(comm).known) {
+      fprintf(stderr, "entry left for %p: %s\n", (void*)comm, infoOf(comm).reason);
+      ++left;
+    }
+  }
+  CHECK(left == 0, "%d entr%s left after every communicator was torn down", left, left == 1 ? "y" : "ies");
+}
+
+int main(int argc, char** argv) {
+  static const struct LifecycleScenario scenarios[] = {
+      {"split-in-group-blocking", splitInGroupBlocking},
+      {"split-in-group-nonblocking", splitInGroupNonBlocking},
+      {"threads-churn", threadsChurn},
+  };
+  return runLifecycleScenario(argc, argv, scenarios, sizeof(scenarios) / sizeof(scenarios[0]));
+}
