@@ -41,6 +41,13 @@ add_executable(shim_tuner_activation ${_hooks}/tuner_activation_check.c)
 target_link_libraries(shim_tuner_activation PRIVATE shim_tuner_standin_nccl nccl_headers Threads::Threads ${CMAKE_DL_LIBS})
 target_include_directories(shim_tuner_activation PRIVATE ${PROJECT_SOURCE_DIR})
 target_compile_definitions(shim_tuner_activation PRIVATE STANDIN_NCCL="$<TARGET_FILE:shim_tuner_standin_nccl>")
+# A second copy of the stand-in NCCL (another file), as a process with two NCCLs has (a framework
+# with its own NCCL next to another's): it loads the same tuner.
+add_library(shim_tuner_standin_nccl_copy SHARED ${_hooks}/tuner_standin_nccl.c)
+target_link_libraries(shim_tuner_standin_nccl_copy PRIVATE nccl_headers Threads::Threads ${CMAKE_DL_LIBS})
+set_target_properties(shim_tuner_standin_nccl_copy PROPERTIES C_VISIBILITY_PRESET hidden OUTPUT_NAME tuner_standin_nccl_copy)
+target_compile_definitions(shim_tuner_activation PRIVATE STANDIN_NCCL_COPY="$<TARGET_FILE:shim_tuner_standin_nccl_copy>")
+add_dependencies(shim_tuner_activation shim_tuner_standin_nccl_copy)
 set_target_properties(shim_tuner_activation PROPERTIES ENABLE_EXPORTS ON)
 add_dependencies(shim_tuner_activation nccl-lamport)
 # NCCL_TUNER_PLUGIN alone: the hooks are on by default (NCCL_LAMPORT_TUNER_HOOKS=1).
@@ -72,6 +79,24 @@ add_test(NAME shim_tuner_activation.reversed COMMAND shim_tuner_activation rever
 set_tests_properties(shim_tuner_activation.reversed PROPERTIES LABELS cpu TIMEOUT 120
   ENVIRONMENT "NCCL_TUNER_PLUGIN=${PROJECT_BINARY_DIR}/lib/libnccl-tuner-lamport.so"
   PASS_REGULAR_EXPRESSION "PASS reversed")
+
+# Two threads of one process initialise both ranks of one communicator at once (ncclCommInitAll,
+# a thread per GPU): the rank whose init runs while the other installs the hooks is set up too.
+add_test(NAME shim_tuner_activation.concurrent COMMAND shim_tuner_activation concurrent)
+set_tests_properties(shim_tuner_activation.concurrent PROPERTIES LABELS cpu TIMEOUT 120
+  ENVIRONMENT "${_tuner_env};NCCL_LAMPORT_RENDEZVOUS_TIMEOUT_MS=2000" PASS_REGULAR_EXPRESSION "PASS concurrent")
+
+# A communicator whose init reaches the wrapper through a hook while the install is still writing
+# (rank 1 a forked process): set up in the tuner's init with its peer, like any other.
+add_test(NAME shim_tuner_activation.window COMMAND shim_tuner_activation window)
+set_tests_properties(shim_tuner_activation.window PROPERTIES LABELS cpu TIMEOUT 120
+  ENVIRONMENT "${_tuner_env};NCCL_LAMPORT_RENDEZVOUS_TIMEOUT_MS=2000" PASS_REGULAR_EXPRESSION "PASS window")
+
+# Two NCCLs in one process: the one not hooked keeps its communicators; none of them is set up
+# or described as ours (its calls never reach a wrapper).
+add_test(NAME shim_tuner_activation.twocopies COMMAND shim_tuner_activation twocopies)
+set_tests_properties(shim_tuner_activation.twocopies PROPERTIES LABELS cpu TIMEOUT 120
+  ENVIRONMENT "${_tuner_env}" PASS_REGULAR_EXPRESSION "PASS twocopies")
 
 # ctypes (pynccl's way): a CDLL handle and a function object taken before the first init.
 find_program(PYTHON3 python3)

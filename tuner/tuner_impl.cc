@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include <cstring>
+#include <mutex>
 #include <new>
 
 namespace nccl_lamport {
@@ -21,6 +22,12 @@ namespace {
 
 std::atomic<bool> gTunerOnlyNoticeShown{false};
 std::atomic<bool> gTunerOnlyPathOff{false};
+// Held while the first tuner init decides the mode (and installs the hooks): NCCL calls the
+// tuner's init outside its own tuner lock, so other communicators' inits (ncclCommInitAll's
+// per-rank threads, a thread per GPU) run meanwhile and must wait for the decision before they
+// ask whether the hooks are in (tunerActivationCommInit). Constexpr-constructed and trivially
+// destructible, like the atomics.
+std::mutex gTunerOnlyDecision;
 
 constexpr uint64_t kTunerLogSubsys = kSubsysTuning | kSubsysInit;
 
@@ -61,9 +68,8 @@ void pinObject(const std::string& path) {
   if (handle != nullptr) dlclose(handle);  // the NODELETE mark stays
 }
 
-void showTunerOnlyNoticeOnce(const TunerCommInfo& comm, const void* callerInNccl) {
-  if (interposerActive()) return;
-  if (gTunerOnlyNoticeShown.exchange(true, std::memory_order_acq_rel)) return;
+// The first tuner init's decision: hooks in, or the tuner-only notice and the path off.
+void decideTunerOnlyMode(const TunerCommInfo& comm, const void* callerInNccl) {
   const std::string path = ownObjectPath();
   // Preloaded but no wrapper ran (NCCL_LAMPORT_ENABLE=0, or communicators made through entry
   // points we do not wrap): the advice to preload would be wrong, and the interposer says why.
@@ -90,6 +96,18 @@ void showTunerOnlyNoticeOnce(const TunerCommInfo& comm, const void* callerInNccl
     return;
   }
   LAMPORT_INFO(kTunerLogSubsys, "%s (%s)", notice.c_str(), reason.c_str());
+}
+
+// Once per process; other inits wait until the first has decided (and installed the hooks).
+void showTunerOnlyNoticeOnce(const TunerCommInfo& comm, const void* callerInNccl) {
+  if (interposerActive()) return;
+  if (gTunerOnlyNoticeShown.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> lock(gTunerOnlyDecision);
+  if (gTunerOnlyNoticeShown.load(std::memory_order_acquire)) return;  // decided while we waited
+  struct Decided {
+    ~Decided() { gTunerOnlyNoticeShown.store(true, std::memory_order_release); }
+  } decided;  // on every way out, exceptions included: no one decides twice
+  decideTunerOnlyMode(comm, callerInNccl);
 }
 
 bool isPreloadSeparator(char c) { return c == ' ' || c == ':' || c == '\t' || c == '\n'; }
@@ -125,7 +143,7 @@ ncclResult_t tunerInitFromNccl(const TunerCommInfo& comm, NcclDebugLogger logger
     logTopology(*created);
     // Tuner activation: every communicator's set-up runs here, the first one's included.
     if (created->ncclSlot != nullptr && tunerActivationCommInit != nullptr) {
-      tunerActivationCommInit(comm, created->ncclSlot);
+      tunerActivationCommInit(comm, created->ncclSlot, callerInNccl);
     }
   } catch (...) {
     // Nothing may cross the C ABI. *context is either null or a complete context.

@@ -117,8 +117,11 @@ __attribute__((weak)) bool activateFromTuner(const TunerCommInfo& comm, const vo
                                              std::string* why);
 
 /** Defined only in the shared object (plugin/hooks/tuner_activation.cc), hence weak: with the
- *  hooks in, sets up the communicator whose context NCCL keeps at ncclSlot / forgets it. */
-__attribute__((weak)) void tunerActivationCommInit(const TunerCommInfo& comm, const void* ncclSlot);
+ *  hooks in, sets up the communicator whose context NCCL keeps at ncclSlot / forgets it.
+ *  callerInNccl: an address in the NCCL that called the init (only the hooked NCCL's
+ *  communicators are set up: another NCCL in the process never reaches a wrapper). */
+__attribute__((weak)) void tunerActivationCommInit(const TunerCommInfo& comm, const void* ncclSlot,
+                                                   const void* callerInNccl);
 __attribute__((weak)) void tunerActivationCommFinalize(const void* ncclSlot);
 
 /** True when this process loaded us only as NCCL's tuner and no wrapper of ours is reachable

@@ -233,7 +233,7 @@ std::vector<PageSpan> spansOf(const std::vector<uint8_t*>& sites, size_t bytes,
 
 }  // namespace
 
-bool EntryHookSet::install(std::vector<EntryHook>& hooks, std::string* why) {
+bool EntryHookSet::install(std::vector<EntryHook>& hooks, std::string* why, std::atomic<bool>* committed) {
   if (installed()) {
     *why = "hooks already installed";
     return false;
@@ -321,18 +321,21 @@ bool EntryHookSet::install(std::vector<EntryHook>& hooks, std::string* why) {
     setProtection(undo, false, &done, nullptr);
     return fail(reason);
   }
-  // From here nothing can fail: every page is writable and every trampoline is in place.
-  for (size_t i = 0; i < hooks.size(); ++i) {
-    if (hooks[i].publishOriginal != nullptr) {
-      __atomic_store_n(hooks[i].publishOriginal, static_cast<void*>(plan[i].slot + kStubBytes), __ATOMIC_RELEASE);
-    }
-  }
   std::vector<uintptr_t> resume;
   for (const Planned& p : plan) resume.push_back(reinterpret_cast<uintptr_t>(p.slot));  // the stub
   if (!recordTrapSites(sites, resume)) {
     setProtection(spans, false, &done, nullptr);
     return fail("too many hooked sites in this process");
   }
+  // From here nothing can fail: every page is writable, every trampoline is in place and every
+  // site is known to the trap handler. Published before the first byte is written, so that a
+  // replacement reached through a hook never sees a null original or an uncommitted set.
+  for (size_t i = 0; i < hooks.size(); ++i) {
+    if (hooks[i].publishOriginal != nullptr) {
+      __atomic_store_n(hooks[i].publishOriginal, static_cast<void*>(plan[i].slot + kStubBytes), __ATOMIC_RELEASE);
+    }
+  }
+  if (committed != nullptr) committed->store(true, std::memory_order_release);
   writePatches(sites, jumps);
   setProtection(spans, false, &done, nullptr);
 
@@ -379,7 +382,7 @@ bool EntryHookSet::remove(std::string* why) {
 
 #else  // not x86-64
 
-bool EntryHookSet::install(std::vector<EntryHook>&, std::string* why) {
+bool EntryHookSet::install(std::vector<EntryHook>&, std::string* why, std::atomic<bool>*) {
   // aarch64: see prologue_relocator.cc (single-B reach, BTI); other architectures: no decoder.
   *why = "entry hooks are implemented for x86-64 only";
   return false;

@@ -22,6 +22,7 @@
 // the same limit), or a thread that blocks SIGTRAP.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -57,8 +58,11 @@ class EntryHookSet {
    * reason naming the entry in *why when an entry cannot be relocated, no trampoline page fits
    * within +-2 GiB of it, or mprotect refuses to make its page writable; nothing is then
    * changed. Fails when this set is already installed. x86-64 only (false elsewhere).
+   * `committed`, when given, is set (a release store) once nothing can fail any more, before the
+   * first byte is written: a replacement reached through a hook always sees it set. Untouched
+   * when install() fails.
    */
-  bool install(std::vector<EntryHook>& hooks, std::string* why);
+  bool install(std::vector<EntryHook>& hooks, std::string* why, std::atomic<bool>* committed = nullptr);
 
   /** Restores every entry's original bytes (same safe order). The trampoline pages stay mapped
    *  (a caller may still run in one). False when a page could not be made writable again (the

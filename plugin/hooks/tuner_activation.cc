@@ -29,6 +29,9 @@ std::mutex gMutex;
 TunerHooksState gState = TunerHooksState::kNotTried;
 std::string gWhy;
 std::atomic<bool> gInstalled{false};
+// The load address of the NCCL whose entries are hooked (dladdr's dli_fbase): a tuner init from
+// another NCCL in the same process (its calls never reach a wrapper) sets nothing up.
+std::atomic<const void*> gHookedNcclBase{nullptr};
 // Never destroyed: the hooks stay for the life of the process (the object is pinned). An atomic,
 // so the compiler keeps the store of a pointer nothing reads: through it the patch records stay
 // reachable, and LeakSanitizer does not report them as leaked.
@@ -54,6 +57,7 @@ void* callingNccl(const void* callerInNccl, std::string* path, std::string* why)
     return nullptr;
   }
   *path = info.dli_fname[0] != '\0' ? info.dli_fname : "the main program";
+  gHookedNcclBase.store(info.dli_fbase, std::memory_order_release);
   // The main program (a statically linked NCCL) opens as dlopen(NULL): its symbols are then
   // looked up in the global scope, where they may be hidden; the lookups below say so.
   void* handle = dlopen(info.dli_fname[0] != '\0' ? info.dli_fname : nullptr, RTLD_NOW | RTLD_NOLOAD);
@@ -91,7 +95,10 @@ TunerHooksState install(const void* callerInNccl, std::string* why) {
   // Every NCCL call of ours goes to this NCCL from now on, hooked names to their trampolines.
   useHookedNccl(nccl);
   auto* set = new hooks::EntryHookSet();
-  if (!set->install(entries, why)) {
+  // gInstalled goes true before the first entry byte changes: a thread that reaches a wrapper
+  // through a hook while the install is still writing (its 50 ms grace) must already see the
+  // tuner-activation mode, not take the interposer's own set-up points.
+  if (!set->install(entries, why, &gInstalled)) {
     useHookedNccl(nullptr);
     delete set;
     return TunerHooksState::kNotCapable;
@@ -151,8 +158,18 @@ bool nccl_lamport::activateFromTuner(const TunerCommInfo& comm, const void* call
   return activateTunerHooks(comm, callerInNccl, why) == TunerHooksState::kInstalled;
 }
 
-void nccl_lamport::tunerActivationCommInit(const TunerCommInfo& comm, const void* ncclSlot) {
-  if (tunerHooksInstalled()) setUpAtTunerInit(comm, ncclSlot);
+void nccl_lamport::tunerActivationCommInit(const TunerCommInfo& comm, const void* ncclSlot,
+                                           const void* callerInNccl) {
+  if (!tunerHooksInstalled()) return;
+  Dl_info info{};
+  if (callerInNccl == nullptr || dladdr(callerInNccl, &info) == 0 ||
+      info.dli_fbase != gHookedNcclBase.load(std::memory_order_acquire)) {
+    LAMPORT_INFO(kSubsysInit, "tuner activation: commId 0x%016llx belongs to %s, not to the hooked NCCL: left to it",
+                 static_cast<unsigned long long>(comm.commId),
+                 info.dli_fname != nullptr && info.dli_fname[0] != '\0' ? info.dli_fname : "another object");
+    return;
+  }
+  setUpAtTunerInit(comm, ncclSlot);
 }
 
 void nccl_lamport::tunerActivationCommFinalize(const void* ncclSlot) { forgetTunerSetUp(ncclSlot); }

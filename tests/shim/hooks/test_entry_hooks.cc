@@ -194,6 +194,32 @@ TEST_F(EntryHooks, ARefusedMprotectInstallsNothing) {
   }
 }
 
+// The last check before any byte is written: the process-wide table of trapped sites is full.
+// A refusal there must leave what the header promises untouched: the published originals (they
+// would point into trampoline pages the refusal unmaps) and the committed flag.
+TEST_F(EntryHooks, ARefusalAtTheLastCheckPublishesNothing) {
+  std::vector<EntryHook> hooks(4097, allHooks()[0]);  // more sites than the table holds
+  std::atomic<bool> committed{false};
+  std::string why;
+  EXPECT_FALSE(set_.install(hooks, &why, &committed));
+  EXPECT_NE(why.find("too many hooked sites"), std::string::npos) << why;
+  EXPECT_FALSE(set_.installed());
+  EXPECT_FALSE(committed.load());
+  EXPECT_EQ(gOriginal[0], nullptr) << "a refused install published a trampoline it then unmapped";
+  EXPECT_EQ(kShapes[0].fn(2), kShapes[0].expected(2));
+  EXPECT_EQ(gCalls[0], 0);
+}
+
+// The committed flag is set before the first byte is written: a replacement reached through a
+// hook already sees it.
+TEST_F(EntryHooks, TheCommittedFlagIsSetBeforeAnyCallerIsRedirected) {
+  std::atomic<bool> committed{false};
+  std::vector<EntryHook> hooks = allHooks();
+  std::string why;
+  ASSERT_TRUE(set_.install(hooks, &why, &committed)) << why;
+  EXPECT_TRUE(committed.load());
+}
+
 // Installing is what production does (once, while other threads may be calling NCCL); removing
 // is for tests only and happens with the callers stopped. Three rounds.
 TEST_F(EntryHooks, InstallWhileEightThreadsCall) {

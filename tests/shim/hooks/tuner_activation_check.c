@@ -8,6 +8,12 @@
  *             time); every cycle's call reaches the wrapper
  *   threads   8 threads call ncclAllReduce in a loop while the first init installs the hooks
  *   lognames  the INFO lines of two ranks name each communicator by its handle or commId
+ *   concurrent two threads initialise the two ranks of one communicator at once, the first
+ *             init installing the hooks: both ranks take part in the set-up
+ *   window    a communicator whose init reaches the wrapper while the install is still writing
+ *             is set up in the tuner's init like any other
+ *   twocopies a second NCCL in the process, not hooked: its communicators are not set up or
+ *             described as ours
  *   untouched the hooks must not be installed (NCCL_LAMPORT_ENABLE=0, or mprotect refused by
  *             STANDIN_DENY_WX=1): every entry byte is unchanged, nothing reaches a wrapper and
  *             ncclLamportIsActive() is 0
@@ -16,6 +22,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -307,6 +314,129 @@ static void reversed(void) {
   }
 }
 
+/* Both ranks of a 2-rank communicator initialised by two threads of one process at once (one
+ * thread per GPU, or ncclCommInitAll, whose group runs every rank's init on its own thread: NCCL
+ * calls the tuner's init outside its tuner lock). The first of them installs the hooks; the
+ * other's init runs meanwhile and must still take part in the set-up, so both come out with the
+ * set-up's own verdict, not a rendezvous timeout or "no set-up". */
+static pthread_barrier_t concurrentStart;
+static int concurrentTag;
+static char concurrentReason[2][256];
+static void* concurrentRank(void* arg) {
+  const int rank = (int)(intptr_t)arg;
+  pthread_barrier_wait(&concurrentStart);
+  ncclComm_t comm = createRanked(concurrentTag, 2, rank);
+  float x = 0;
+  CHECK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess, "allreduce");
+  const ncclLamportCommInfo_t info = infoOf(comm);
+  snprintf(concurrentReason[rank], sizeof(concurrentReason[rank]), "%d|%d|%s", info.known, info.eligible, info.reason);
+  CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy");
+  return NULL;
+}
+
+static void concurrent(void) {
+  concurrentTag = (int)getpid();
+  pthread_barrier_init(&concurrentStart, NULL, 2);
+  pthread_t t[2];
+  for (int r = 0; r < 2; ++r) pthread_create(&t[r], NULL, concurrentRank, (void*)(intptr_t)r);
+  for (int r = 0; r < 2; ++r) pthread_join(t[r], NULL);
+  printf("rank 0: %s\nrank 1: %s\n", concurrentReason[0], concurrentReason[1]);
+  for (int r = 0; r < 2; ++r) {
+    CHECK(strncmp(concurrentReason[r], "1|0|", 4) == 0, "rank %d result: %s", r, concurrentReason[r]);
+    CHECK(strstr(concurrentReason[r], "tuner activation's entry hooks, but") == NULL &&
+              strstr(concurrentReason[r], "rendezvous") == NULL,
+          "rank %d did not take part in the set-up: %s", r, concurrentReason[r]);
+  }
+  CHECK(strcmp(concurrentReason[0], concurrentReason[1]) == 0, "the ranks disagree");
+}
+
+/* Rank 0 of a 2-rank communicator whose init reaches our wrapper through a hook while the
+ * install is still writing (the int3 is on the entries, the 50 ms grace runs), rank 1 a forked
+ * process: rank 0's init must be treated as tuner activation's (set up inside the tuner's init,
+ * over the rendezvous, bound at its first call), not as the interposer's, whose set-up points
+ * are skipped in this mode. Both ranks then carry the same verdict from the one set-up. */
+static atomic_int windowSeen;
+static int windowTag;
+static ncclComm_t windowComm;
+static void* initInTheWindow(void* arg) {
+  (void)arg;
+  const volatile unsigned char* entry = dlsym(standin(), "ncclCommInitRank");
+  const size_t site = entry[0] == 0xF3 ? 4 : 0; /* after endbr64 */
+  while (entry[site] != 0xCC) sched_yield();
+  atomic_store(&windowSeen, 1);
+  windowComm = createRanked(windowTag, 2, 0);
+  return NULL;
+}
+
+static void window(void) {
+  windowTag = (int)getpid();
+  int fds[2];
+  CHECK(pipe(fds) == 0, "pipe");
+  if (fork() == 0) {
+    close(fds[0]);
+    ncclComm_t comm = createRanked(windowTag, 2, 1);
+    float x = 0;
+    CHECK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess, "allreduce");
+    const ncclLamportCommInfo_t info = infoOf(comm);
+    char line[256];
+    const int n = snprintf(line, sizeof(line), "%d|%d|%s", info.known, info.eligible, info.reason);
+    CHECK(write(fds[1], line, (size_t)n) == n, "write");
+    CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy");
+    _exit(0);
+  }
+  close(fds[1]);
+  pthread_t t;
+  pthread_create(&t, NULL, initInTheWindow, NULL);
+  ncclComm_t first = create(windowTag + 1); /* installs the hooks in this process */
+  pthread_join(t, NULL);
+  CHECK(windowSeen == 1, "the install was never seen in progress");
+  float x = 0;
+  CHECK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, windowComm, NULL) == ncclSuccess, "allreduce");
+  const ncclLamportCommInfo_t info = infoOf(windowComm);
+  char mine[256], peer[256] = {0};
+  snprintf(mine, sizeof(mine), "%d|%d|%s", info.known, info.eligible, info.reason);
+  size_t got = 0;
+  ssize_t n;
+  while ((n = read(fds[0], peer + got, sizeof(peer) - 1 - got)) > 0) got += (size_t)n;
+  int status = 0;
+  wait(&status);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "rank 1 failed");
+  printf("rank 0 (init during the install): %s\nrank 1: %s\n", mine, peer);
+  CHECK(strncmp(mine, "1|0|", 4) == 0, "rank 0: %s", mine);
+  CHECK(strcmp(mine, peer) == 0 && strstr(mine, "rendezvous") == NULL,
+        "rank 0, whose init ran during the install, was not set up with rank 1 in the tuner's init");
+  CHECK(ncclCommDestroy(windowComm) == ncclSuccess && ncclCommDestroy(first) == ncclSuccess, "destroy");
+}
+
+/* Two NCCLs in one process (two copies of the stand-in, at two paths), both loading the tuner
+ * from NCCL_TUNER_PLUGIN: the first communicator, of the linked copy, hooks that copy. The other
+ * copy's entries stay as they were, so its calls never reach a wrapper: its communicators must
+ * not be set up in the tuner's init (a workspace and a rendezvous for nothing) nor described by
+ * the extension API as ours. */
+static void twocopies(void) {
+  ncclComm_t first = create(21); /* hooks the linked copy */
+  void* copy = dlopen(STANDIN_NCCL_COPY, RTLD_NOW | RTLD_LOCAL);
+  CHECK(copy != NULL, "second NCCL: %s", dlerror());
+  ncclResult_t (*initRank)(ncclComm_t*, int, ncclUniqueId, int) = dlsym(copy, "ncclCommInitRank");
+  AllReduceFn allReduce = (AllReduceFn)dlsym(copy, "ncclAllReduce");
+  ncclResult_t (*destroy)(ncclComm_t) = dlsym(copy, "ncclCommDestroy");
+  CHECK(initRank != NULL && allReduce != NULL && destroy != NULL, "second NCCL's symbols");
+  unsigned char before[16];
+  memcpy(before, (const void*)allReduce, sizeof(before));
+  ncclUniqueId id;
+  memset(&id, 0, sizeof(id));
+  id.internal[0] = 22;
+  ncclComm_t other = NULL;
+  CHECK(initRank(&other, 1, id, 0) == ncclSuccess && other != NULL, "second NCCL's init");
+  CHECK(memcmp(before, (const void*)allReduce, sizeof(before)) == 0, "the second NCCL's ncclAllReduce was patched");
+  float x = 0;
+  CHECK(allReduce(&x, &x, 1, ncclFloat32, ncclSum, other, NULL) == ncclSuccess, "second NCCL's call");
+  const ncclLamportCommInfo_t info = infoOf(other);
+  printf("communicator of the second NCCL: known %d, %s\n", info.known, info.reason);
+  CHECK(info.known == 0, "a communicator whose calls never reach a wrapper is described as ours (%s)", info.reason);
+  CHECK(destroy(other) == ncclSuccess && ncclCommDestroy(first) == ncclSuccess, "destroy");
+}
+
 int main(int argc, char** argv) {
   CHECK(argc >= 2, "usage: %s reach|cycles N|threads|untouched", argv[0]);
   CHECK(getenv("NCCL_TUNER_PLUGIN") != NULL, "NCCL_TUNER_PLUGIN unset");
@@ -318,6 +448,9 @@ int main(int argc, char** argv) {
   else if (strcmp(argv[1], "alone") == 0) pair(1);
   else if (strcmp(argv[1], "lognames") == 0) lognames();
   else if (strcmp(argv[1], "reversed") == 0) reversed();
+  else if (strcmp(argv[1], "concurrent") == 0) concurrent();
+  else if (strcmp(argv[1], "window") == 0) window();
+  else if (strcmp(argv[1], "twocopies") == 0) twocopies();
   else CHECK(0, "unknown scenario %s", argv[1]);
   printf("PASS %s\n", argv[1]);
   return 0;
