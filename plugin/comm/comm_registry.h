@@ -37,6 +37,9 @@ struct LamportComm {
   int rank = -1;
   /** NCCL's rank of this communicator (ncclCommUserRank), -1 until known. */
   int ncclRank = -1;
+  /** NCCL's commHash, where tuner activation's set-up learnt it (else 0): names the communicator
+   *  in logs while its handle is not known (comm null: destroyed before its first call). */
+  uint64_t commId = 0;
   /** The rank users see, in logs and ncclLamportGetCommInfo: NCCL's where known, else the slot. */
   int reportedRank() const { return ncclRank >= 0 ? ncclRank : rank; }
   int nRanks = 0;

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -111,9 +112,15 @@ void releaseComm(ncclComm_t comm, bool aborting) { releaseCommEntry(CommRegistry
 void releaseCommEntry(std::shared_ptr<LamportComm> lc, bool aborting) {
   if (lc == nullptr) return;
   const ncclComm_t comm = lc->comm;
-  LAMPORT_INFO(kSubsysInit, "comm %p rank %d: %llu allreduce calls ran on Lamport kernels, %llu went to NCCL",
-               static_cast<void*>(comm), lc->reportedRank(), static_cast<unsigned long long>(lc->lamportCalls.load()),
-               static_cast<unsigned long long>(lc->ncclCalls.load()));
+  char name[96];  // by its handle; before its first call under tuner activation, by NCCL's commId
+  if (comm != nullptr) {
+    snprintf(name, sizeof(name), "comm %p rank %d", static_cast<void*>(comm), lc->reportedRank());
+  } else {
+    snprintf(name, sizeof(name), "commId 0x%016llx Lamport slot %d (never called)",
+             static_cast<unsigned long long>(lc->commId), lc->rank);
+  }
+  LAMPORT_INFO(kSubsysInit, "%s: %llu allreduce calls ran on Lamport kernels, %llu went to NCCL", name,
+               static_cast<unsigned long long>(lc->lamportCalls.load()), static_cast<unsigned long long>(lc->ncclCalls.load()));
   if (!lc->eligible) return;
   // An abort must return promptly (our kernels stop within microseconds once the flag is set);
   // a destroy waits as long as one of our kernels may legitimately wait for its peers. Only this
@@ -121,10 +128,9 @@ void releaseCommEntry(std::shared_ptr<LamportComm> lc, bool aborting) {
   // user, must neither hold this tear-down nor make it leak the workspace.
   const uint64_t waitMs = aborting ? 2000 : globalConfig().timeoutMs + 1000;
   if (!waitForOwnWork(*lc, waitMs)) {
-    LAMPORT_WARN("comm %p rank %d: its Lamport kernels on cudaDev %d still run after %llu ms; keeping its workspace "
-                 "(%zu bytes) mapped rather than freeing memory a kernel may still use",
-                 static_cast<void*>(comm), lc->reportedRank(), lc->cudaDev, static_cast<unsigned long long>(waitMs),
-                 lc->local.size());
+    LAMPORT_WARN("%s: its Lamport kernels on cudaDev %d still run after %llu ms; keeping its workspace (%zu bytes) "
+                 "mapped rather than freeing memory a kernel may still use",
+                 name, lc->cudaDev, static_cast<unsigned long long>(waitMs), lc->local.size());
     std::lock_guard<std::mutex> lock(gLeakedMutex);
     gLeaked.push_back(std::move(lc));
     return;

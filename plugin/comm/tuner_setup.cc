@@ -50,8 +50,7 @@ class RendezvousExchange : public SetupExchange {
 };
 
 struct Pending {
-  uint64_t commId = 0;
-  std::unique_ptr<LamportComm> lc;  // eligible or not, with its reason
+  std::unique_ptr<LamportComm> lc;  // eligible or not, with its reason and NCCL's commId
 };
 
 std::mutex gMutex;
@@ -63,13 +62,12 @@ std::map<uintptr_t, Pending>& pending() {
   return *map;
 }
 
-void record(const void* slot, uint64_t commId, std::unique_ptr<LamportComm> lc) {
+void record(const void* slot, std::unique_ptr<LamportComm> lc) {
   std::unique_ptr<LamportComm> replaced;
   {
     std::lock_guard<std::mutex> lock(gMutex);
     Pending& p = pending()[reinterpret_cast<uintptr_t>(slot)];
     replaced = std::move(p.lc);  // a communicator freed without finalize at this address
-    p.commId = commId;
     p.lc = std::move(lc);
   }
   if (replaced != nullptr) releaseCommEntry(std::shared_ptr<LamportComm>(std::move(replaced)), /*aborting=*/true);
@@ -114,7 +112,8 @@ void setUpAtTunerInit(const TunerCommInfo& comm, const void* contextSlot) {
     LAMPORT_INFO(kSubsysInit, "tuner activation: commId 0x%016llx%s: %s%s; its handle is named at its first call",
                  static_cast<unsigned long long>(comm.commId), where.c_str(),
                  lc->eligible ? "workspace ready, " : "not accelerated: ", lc->reason.c_str());
-    record(contextSlot, comm.commId, std::move(lc));
+    lc->commId = comm.commId;
+    record(contextSlot, std::move(lc));
   } catch (...) {
   }
 }

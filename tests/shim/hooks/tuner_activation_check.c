@@ -233,12 +233,23 @@ static void pair(int ranks) {
   }
 }
 
+/* Whether the line of log that holds position at also holds text. */
+static int lineHas(const char* log, const char* at, const char* text) {
+  const char* start = at;
+  while (start > log && start[-1] != '\n') --start;
+  const char* end = strchr(at, '\n');
+  const char* found = strstr(start, text);
+  return found != NULL && (end == NULL || found < end);
+}
+
 /* Issue 9: with NCCL_DEBUG=INFO, each of two forked ranks captures its own log (stdout) from
  * before its init until after its first call, and checks that no line names "(nil)" as the
  * communicator, that the verdict line ("Lamport OFF" here, no GPU; "Lamport one-shot ON" on a
  * GPU) names the handle ncclCommInitRank gave it, and that the set-up line inside the tuner's
  * init names the communicator by NCCL's commId (the stand-in's commHash is the unique id's first
- * 8 bytes: the tag), never as if it were a handle ("comm 0x<commId>"). */
+ * 8 bytes: the tag), never as if it were a handle ("comm 0x<commId>"). A second communicator,
+ * destroyed before any call (so never bound to its handle), must have its destroy line name it by
+ * its commId (it said "comm (nil) rank -1" before session 14). */
 static void lognames(void) {
   const int tag = (int)getpid();
   for (int r = 0; r < 2; ++r) {
@@ -251,6 +262,8 @@ static void lognames(void) {
       ncclComm_t comm = createRanked(tag, 2, r);
       float x = 0;
       CHECK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess, "allreduce");
+      ncclComm_t idle = createRanked(tag + 1, 2, r);
+      CHECK(ncclCommDestroy(idle) == ncclSuccess, "destroy of the communicator never called");
       fflush(stdout);
       CHECK(dup2(saved, 1) == 1, "restoring stdout");
       static char log[65536];
@@ -273,6 +286,11 @@ static void lognames(void) {
       char commIdAsHandle[64];  /* the commId is not a handle: no line may print it as one */
       snprintf(commIdAsHandle, sizeof(commIdAsHandle), "comm 0x%016llx", (unsigned long long)(unsigned)tag);
       CHECK(strstr(log, commIdAsHandle) == NULL, "rank %d: a line names the commId as '%s'", r, commIdAsHandle);
+      char idleId[64];
+      snprintf(idleId, sizeof(idleId), "commId 0x%016llx", (unsigned long long)(unsigned)(tag + 1));
+      const char* idleLine = strstr(log, idleId);
+      while (idleLine != NULL && !lineHas(log, idleLine, "allreduce calls ran on Lamport kernels")) idleLine = strstr(idleLine + 1, idleId);
+      CHECK(idleLine != NULL, "rank %d: no destroy line names the communicator never called by '%s'", r, idleId);
       CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy");
       _exit(0);
     }
