@@ -249,8 +249,17 @@ gtest_one() {
   return "$rc"
 }
 
+# gpu_tests_passed EXE_NAME LOG: how many tests that need a GPU passed in LOG: those of the
+# test_gpu_* executables but their CPU-only argument checks (LamportLaunchValidation, also run under
+# ctest's cpu label), and those of Gpu* suites in any executable (test_topology).
+gpu_tests_passed() {
+  awk -v exe="$1" '/^\[       OK \] / { suite = $4; sub(/\..*/, "", suite)
+      if (suite ~ /^Gpu/ || (exe ~ /^test_gpu_/ && suite != "LamportLaunchValidation")) n++ }
+    END { print n + 0 }' "$2"
+}
+
 run_gtest() {
-  local ran=0
+  local ran=0 gpu_passed=0 log n
   for t in ${GTESTS:-"$STAGE"/tests/test_*}; do
     if [ ! -x "$t" ] || [ -d "$t" ]; then
       # A name asked for in GTESTS that is no executable is a mistake, not a pass.
@@ -258,9 +267,16 @@ run_gtest() {
       continue
     fi
     ran=$((ran + 1))
-    gtest_one gtest "$t" "$OUT/gtest-$(basename "$t").log"
+    log="$OUT/gtest-$(basename "$t").log"
+    gtest_one gtest "$t" "$log"
+    n=$(gpu_tests_passed "$(basename "$t")" "$log")
+    gpu_passed=$((gpu_passed + n))
   done
-  [ "$ran" -gt 0 ] || { note "gtest: SKIPPED: no test executable found"; skip_part; }
+  [ "$ran" -gt 0 ] || { note "gtest: SKIPPED: no test executable found"; skip_part; return; }
+  # The CPU tests staged beside the GPU ones pass anywhere: without one GPU test passed (no GPU,
+  # or every GPU test skipped itself) the part is SKIPPED, never PASS.
+  note "gtest: $gpu_passed GPU tests passed"
+  [ "$gpu_passed" -gt 0 ] || { note "gtest: SKIPPED: no GPU test ran (every one skipped)"; skip_part; }
 }
 
 # The forked gtest executables of the tuner-activation build (staged in tests/tuner/: not linked to

@@ -11,12 +11,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "common/log.h"
 #include "tests/unit/fd_exchange_test_support.h"
 
 namespace nccl_lamport {
@@ -139,8 +141,26 @@ TEST(FdExchange, PipeToOneForkedChild) {
 // (SO_PEERCRED). A forked child that switched to another uid connects first and must get nothing;
 // a client of our uid that comes after it still gets the descriptor, and the stranger's
 // connection does not count as one of the clients served. Needs root to switch uid.
+// The order is enforced, not slept for: our uid's client starts only once the stranger's process
+// has ended (its receiveFd is over), and the server must have logged that it dropped a connection
+// from another user (a stranger that never reached the server proves nothing).
+std::mutex gCapturedMutex;
+std::vector<std::string> gCaptured;
+void captureLine(const char* line) {
+  std::lock_guard<std::mutex> lock(gCapturedMutex);
+  gCaptured.emplace_back(line);
+}
+
 TEST(FdExchange, ClientOfAnotherUserGetsNothing) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to run a client under another uid";
+  {
+    std::lock_guard<std::mutex> lock(gCapturedMutex);
+    gCaptured.clear();
+  }
+  LogSettings warn;
+  warn.level = kLogWarn;
+  setLogSettingsForTest(warn);
+  setLogSinkForTest(captureLine);
   int memfd = makeMemfd(kContent);
   ASSERT_GE(memfd, 0);
   FdServer server;
@@ -151,22 +171,32 @@ TEST(FdExchange, ClientOfAnotherUserGetsNothing) {
   if (pid == 0) {
     close(memfd);
     if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0) _exit(3);
-    int fd = receiveFd(name, 1500);
+    int fd = receiveFd(name, 3000);
     _exit(fd >= 0 ? 1 : 0);  // 1: a stranger received our descriptor
   }
   std::string seen;
+  int strangerExit = -1;
   std::thread sameUser([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // after the stranger
+    strangerExit = waitChild(pid);  // the stranger has come and gone before we connect
     int fd = receiveFd(name, 5000);
     if (fd >= 0) {
       seen = readAll(fd);
       close(fd);
     }
   });
-  EXPECT_TRUE(server.serve(memfd, 1, 5000));
+  const bool served = server.serve(memfd, 1, 10000);
   sameUser.join();
-  EXPECT_EQ(waitChild(pid), 0) << "exit 1: the other uid's client received the descriptor; 3: setresuid failed";
+  setLogSinkForTest(nullptr);
+  setLogSettingsForTest(LogSettings());
+  EXPECT_TRUE(served);
+  EXPECT_EQ(strangerExit, 0) << "exit 1: the other uid's client received the descriptor; 3: setresuid failed";
   EXPECT_EQ(seen, kContent);
+  size_t dropped = 0;
+  {
+    std::lock_guard<std::mutex> lock(gCapturedMutex);
+    for (const std::string& line : gCaptured) dropped += line.find("another user") != std::string::npos ? 1 : 0;
+  }
+  EXPECT_EQ(dropped, 1u) << "the stranger's connection never reached the server's uid check";
   close(memfd);
 }
 
