@@ -6,12 +6,12 @@
 #include <chrono>
 #include <limits>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "common/config.h"
 #include "common/log.h"
+#include "tests/unit/log_capture.h"
 
 namespace nccl_lamport {
 namespace {
@@ -20,31 +20,8 @@ constexpr size_t kKiB = size_t{1} << 10;
 constexpr size_t kMiB = size_t{1} << 20;
 constexpr size_t kGiB = size_t{1} << 30;
 
-std::mutex gSinkMutex;
-std::vector<std::string> gSinkLines;
-
-void captureSink(const char* line) {
-  std::lock_guard<std::mutex> lock(gSinkMutex);
-  gSinkLines.emplace_back(line);
-}
-
 class ConfigTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    {
-      std::lock_guard<std::mutex> lock(gSinkMutex);
-      gSinkLines.clear();
-    }
-    LogSettings settings;
-    settings.level = kLogWarn;
-    setLogSettingsForTest(settings);
-    setLogSinkForTest(captureSink);
-  }
-  void TearDown() override {
-    setLogSinkForTest(nullptr);
-    setLogSettingsForTest(LogSettings{});
-  }
-
   // Parses with exactly these variables set.
   Config parse(const std::map<std::string, std::string>& vars) {
     env_ = vars;
@@ -54,14 +31,7 @@ class ConfigTest : public ::testing::Test {
     });
   }
 
-  static std::vector<std::string> warnings() {
-    std::lock_guard<std::mutex> lock(gSinkMutex);
-    std::vector<std::string> result;
-    for (const std::string& line : gSinkLines) {
-      if (line.find(" NCCL WARN Lamport: ") != std::string::npos) result.push_back(line);
-    }
-    return result;
-  }
+  static std::vector<std::string> warnings() { return LogCapture::linesWith(" NCCL WARN Lamport: "); }
 
   // One WARN naming the variable and the value, and nothing else logged.
   static void expectOneWarning(const std::string& variable, const std::string& value) {
@@ -69,15 +39,12 @@ class ConfigTest : public ::testing::Test {
     ASSERT_EQ(lines.size(), 1u);
     EXPECT_NE(lines[0].find(variable + "=\"" + value + "\""), std::string::npos) << lines[0];
     EXPECT_NE(lines[0].find("keeping the default"), std::string::npos) << lines[0];
-    std::lock_guard<std::mutex> lock(gSinkMutex);
-    EXPECT_EQ(gSinkLines.size(), 1u);
+    EXPECT_EQ(LogCapture::lines().size(), 1u);
   }
 
-  static void clearLines() {
-    std::lock_guard<std::mutex> lock(gSinkMutex);
-    gSinkLines.clear();
-  }
+  static void clearLines() { LogCapture::clear(); }
 
+  LogCapture log_;  // WARNs, from before SetUp until after TearDown
   std::map<std::string, std::string> env_;
 };
 
@@ -291,8 +258,7 @@ TEST_F(ConfigTest, NoWarningPrintedWhenLoggingIsOff) {
   setLogSettingsForTest(LogSettings{});  // NCCL_DEBUG unset
   const Config config = parse({{"NCCL_LAMPORT_REQUIRE_NVLINK", "bogus"}});
   EXPECT_TRUE(config.requireNvlink);
-  std::lock_guard<std::mutex> lock(gSinkMutex);
-  EXPECT_TRUE(gSinkLines.empty());
+  EXPECT_TRUE(LogCapture::lines().empty());
 }
 
 // Issue 10 point 10: the A/B switch never fails open. An unknown value turns the path off, and the

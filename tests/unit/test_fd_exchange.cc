@@ -11,14 +11,13 @@
 
 #include <atomic>
 #include <chrono>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include "common/log.h"
+#include "tests/unit/log_capture.h"
 #include "tests/unit/fd_exchange_test_support.h"
 
 namespace nccl_lamport {
@@ -144,23 +143,9 @@ TEST(FdExchange, PipeToOneForkedChild) {
 // The order is enforced, not slept for: our uid's client starts only once the stranger's process
 // has ended (its receiveFd is over), and the server must have logged that it dropped a connection
 // from another user (a stranger that never reached the server proves nothing).
-std::mutex gCapturedMutex;
-std::vector<std::string> gCaptured;
-void captureLine(const char* line) {
-  std::lock_guard<std::mutex> lock(gCapturedMutex);
-  gCaptured.emplace_back(line);
-}
-
 TEST(FdExchange, ClientOfAnotherUserGetsNothing) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to run a client under another uid";
-  {
-    std::lock_guard<std::mutex> lock(gCapturedMutex);
-    gCaptured.clear();
-  }
-  LogSettings warn;
-  warn.level = kLogWarn;
-  setLogSettingsForTest(warn);
-  setLogSinkForTest(captureLine);
+  LogCapture log;
   int memfd = makeMemfd(kContent);
   ASSERT_GE(memfd, 0);
   FdServer server;
@@ -186,17 +171,10 @@ TEST(FdExchange, ClientOfAnotherUserGetsNothing) {
   });
   const bool served = server.serve(memfd, 1, 10000);
   sameUser.join();
-  setLogSinkForTest(nullptr);
-  setLogSettingsForTest(LogSettings());
   EXPECT_TRUE(served);
   EXPECT_EQ(strangerExit, 0) << "exit 1: the other uid's client received the descriptor; 3: setresuid failed";
   EXPECT_EQ(seen, kContent);
-  size_t dropped = 0;
-  {
-    std::lock_guard<std::mutex> lock(gCapturedMutex);
-    for (const std::string& line : gCaptured) dropped += line.find("another user") != std::string::npos ? 1 : 0;
-  }
-  EXPECT_EQ(dropped, 1u) << "the stranger's connection never reached the server's uid check";
+  EXPECT_EQ(LogCapture::linesWith("another user").size(), 1u) << "the stranger's connection never reached the server's uid check";
   close(memfd);
 }
 

@@ -9,11 +9,11 @@
 #include <cstdio>
 #include <fstream>
 #include <future>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "common/log.h"
+#include "tests/unit/log_capture.h"
 #include "tuner/routing.h"
 #include "tuner/tuning_file.h"
 
@@ -21,14 +21,6 @@ namespace nccl_lamport {
 namespace {
 
 constexpr size_t kKiB = size_t{1} << 10;
-
-std::mutex gMutex;
-std::vector<std::string> gLines;
-
-void sink(const char* line) {
-  std::lock_guard<std::mutex> lock(gMutex);
-  gLines.emplace_back(line);
-}
 
 const char* kGood = R"({
   "version": 1, "nRanks": 8, "smArch": 90,
@@ -39,21 +31,11 @@ const char* kGood = R"({
 class TuningFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    {
-      std::lock_guard<std::mutex> lock(gMutex);
-      gLines.clear();
-    }
-    LogSettings settings;
-    settings.level = kLogWarn;
-    setLogSettingsForTest(settings);
-    setLogSinkForTest(sink);
     char dir[] = "/tmp/lamport-tuning-XXXXXX";
     ASSERT_NE(mkdtemp(dir), nullptr);
     dir_ = dir;
   }
   void TearDown() override {
-    setLogSinkForTest(nullptr);
-    setLogSettingsForTest(LogSettings{});
     for (const std::string& f : files_) std::remove(f.c_str());
     rmdir(dir_.c_str());
   }
@@ -63,18 +45,10 @@ class TuningFileTest : public ::testing::Test {
     files_.push_back(path);
     return path;
   }
-  static int warnings() {
-    std::lock_guard<std::mutex> lock(gMutex);
-    int n = 0;
-    for (const std::string& line : gLines) n += line.find(" NCCL WARN ") != std::string::npos ? 1 : 0;
-    return n;
-  }
+  static int warnings() { return static_cast<int>(LogCapture::linesWith(" NCCL WARN ").size()); }
   static std::string lastWarning() {
-    std::lock_guard<std::mutex> lock(gMutex);
-    for (auto it = gLines.rbegin(); it != gLines.rend(); ++it) {
-      if (it->find(" NCCL WARN ") != std::string::npos) return *it;
-    }
-    return "";
+    const std::vector<std::string> found = LogCapture::linesWith(" NCCL WARN ");
+    return found.empty() ? "" : found.back();
   }
   /** A sparse file of `bytes` bytes (only its size is read before it is refused). */
   std::string sparse(const std::string& name, off_t bytes) {
@@ -86,6 +60,7 @@ class TuningFileTest : public ::testing::Test {
     files_.push_back(path);
     return path;
   }
+  LogCapture log_;  // WARNs, from before SetUp until after TearDown
   std::string dir_;
   std::vector<std::string> files_;
 };
