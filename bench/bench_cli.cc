@@ -2,7 +2,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cmath>
+#include <cstdint>
+#include <iterator>
 #include <ostream>
+#include <utility>
 #include <sstream>
 
 #ifndef NCCL_LAMPORT_VERSION
@@ -20,7 +24,22 @@ struct OptionText {
   std::string dtype = "bf16";
   std::string op = "sum";
   std::string mode = "both";
+  std::string seed = "0";  // CLI11 2.1 reads "-1" and 2^64 as 2^64 - 1 without a word
 };
+
+/** A whole decimal number of 0 .. 2^64 - 1: no sign, nothing around it. */
+bool parseSeed(const std::string& text, uint64_t* out) {
+  if (text.empty() || text.size() > 20) return false;
+  unsigned long long value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    const unsigned digit = static_cast<unsigned>(c - '0');
+    if (value > (~0ull - digit) / 10) return false;
+    value = value * 10 + digit;
+  }
+  *out = value;
+  return true;
+}
 
 constexpr const char* kDescription =
     "nccl-lamport-bench: allreduce time per call of stock NCCL, NCCL's symmetric kernels (where the\n"
@@ -35,8 +54,10 @@ constexpr const char* kFooter =
     "\n"
     "Exit status:\n"
     "  0  every size measured and every check passed (also after --help, --version)\n"
-    "  1  a check failed, a rank failed or timed out, or a --csv/--json/--tune file could not be written\n"
-    "  2  bad options, or no CUDA GPU to run on\n"
+    "  1  a check failed, a rank failed or timed out, a --csv/--json/--tune file could not be written,\n"
+    "     or --tune measured nothing (no size took the Lamport path)\n"
+    "  2  bad options (also: two outputs naming one file, --tune with 1 rank or with\n"
+    "     --csv/--json/--plot, --plot with --loopback), or no CUDA GPU to run on\n"
     "\n"
     "Examples:\n"
     "  nccl-lamport-bench                                  all local GPUs, 8 bytes to 16 MiB\n"
@@ -144,7 +165,7 @@ void defineOptions(CLI::App& app, BenchOptions* opt, OptionText* text, CLI::Opti
       ->check(range(1, 100000))
       ->capture_default_str()
       ->group("Timing");
-  app.add_option("--seed", opt->seed, "input seed; 0 = from the clock (the header prints it, to repeat a run)")
+  app.add_option("--seed", text->seed, "input seed; 0 = from the clock (the header prints it, to repeat a run)")
       ->type_name("N")
       ->capture_default_str()
       ->group("Timing");
@@ -162,12 +183,12 @@ void defineOptions(CLI::App& app, BenchOptions* opt, OptionText* text, CLI::Opti
       ->type_name("FILE")
       ->group("Output");
   app.add_option("--plot", opt->plotPath, "also draw time per call against message size as a PNG "
-                 "(runs plot_results.py: needs python3 and matplotlib)")
+                 "(runs plot_results.py: needs python3 and matplotlib; not with --loopback)")
       ->type_name("FILE.png")
       ->group("Output");
   app.add_option("--tune", opt->tunePath, "measure this machine's one-shot (and, at 4+ ranks, two-shot) "
                  "crossovers against stock NCCL and write them as JSON for NCCL_LAMPORT_TUNING_FILE "
-                 "(docs/tuning-file.md)")
+                 "(docs/tuning-file.md); 2+ ranks, and only this file: not with --csv, --json, --plot")
       ->type_name("FILE")
       ->group("Output");
   app.add_flag("-v,--verbose", opt->verbose, "one line per finished size on stderr (for logs)")->group("Output");
@@ -202,8 +223,32 @@ int parseCommandLine(const std::vector<std::string>& argv, BenchOptions* opt, st
   if (!parseDType(text.dtype, &opt->dtype)) return bad("--dtype must be bf16, fp16 or fp32, not " + text.dtype);
   if (!parseReduceOp(text.op, &opt->op)) return bad("--op must be sum or avg, not " + text.op);
   if (!parseTimingMode(text.mode, &opt->mode)) return bad("--mode must be eager, graph or both, not " + text.mode);
+  if (!parseSeed(text.seed, &opt->seed)) return bad("--seed: not a whole number from 0 to 2^64-1: " + text.seed);
+  // CLI11's range check lets NaN through (every comparison with it is false): the run would
+  // never time out.
+  if (std::isnan(opt->timeoutSeconds)) return bad("--timeout: not a number of seconds");
   if (!opt->tunePath.empty() && opt->loopback > 0) {
     return bad("--tune measures against stock NCCL on several GPUs; it does not combine with --loopback");
+  }
+  if (!opt->tunePath.empty() && opt->gpus == 1) {
+    return bad("--tune needs 2 or more ranks; the plugin reads no tuning file measured on 1");
+  }
+  if (!opt->tunePath.empty() && (!opt->csvPath.empty() || !opt->jsonPath.empty() || !opt->plotPath.empty())) {
+    return bad("--tune writes only the tuning file (its sweeps are printed); --csv, --json and --plot "
+               "do not combine with it");
+  }
+  if (opt->loopback > 0 && !opt->plotPath.empty()) {
+    return bad("--plot draws a normal run's JSON; it does not combine with --loopback");
+  }
+  const std::pair<const char*, const std::string*> outputs[] = {
+      {"--csv", &opt->csvPath}, {"--json", &opt->jsonPath}, {"--plot", &opt->plotPath}, {"--tune", &opt->tunePath}};
+  for (size_t i = 0; i < std::size(outputs); ++i) {
+    for (size_t j = i + 1; j < std::size(outputs); ++j) {
+      if (!outputs[i].second->empty() && *outputs[i].second == *outputs[j].second) {
+        return bad(std::string(outputs[i].first) + " and " + outputs[j].first + " name the same file " +
+                   *outputs[i].second);
+      }
+    }
   }
   if (opt->loopback > 0 && graphCalls->count() == 0) opt->graphCalls = 50;  // SPEC 8: chains of 50
   return -1;

@@ -10,7 +10,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -266,14 +265,6 @@ class LoopbackWorld {
   uint32_t* flagsDev_ = nullptr;
 };
 
-bool writeText(const std::string& path, const std::string& text, const char* what) {
-  std::ofstream out(path);
-  out << text;
-  out.close();
-  if (!out) std::fprintf(stderr, "nccl-lamport-bench: could not write the %s file %s\n", what, path.c_str());
-  return static_cast<bool>(out);
-}
-
 }  // namespace
 
 int runLoopback(const BenchOptions& options, int nRanks, const std::vector<std::string>& argv, uint64_t seed,
@@ -345,13 +336,12 @@ int runLoopback(const BenchOptions& options, int nRanks, const std::vector<std::
     ok = false;
   }
   std::fputs(formatLoopbackTable(variants, rows, options).c_str(), stdout);
-  if (!options.csvPath.empty()) writeText(options.csvPath, formatLoopbackCsv(variants, rows), "CSV");
-  if (!options.jsonPath.empty()) writeText(options.jsonPath, loopbackJson(info, variants, rows).dump(2) + "\n", "JSON");
+  const bool written = writeLoopbackFiles(options, info, variants, rows);  // a failure is on stderr
   if (!ok || rows.size() != sizes.size()) {
     std::fprintf(stderr, "nccl-lamport-bench: loopback FAILED (see the check column and the lines above)\n");
     return 1;
   }
-  return 0;
+  return written ? 0 : 1;  // --help: 1 when a --csv/--json file could not be written
 }
 
 }  // namespace nccl_lamport::bench

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "bench/result_file.h"
+
 namespace nccl_lamport::bench {
 
 namespace {
@@ -182,7 +184,7 @@ nlohmann::json loopbackJson(const LoopbackInfo& info, const std::vector<Loopback
   doc["versions"] = {{"cudaRuntime", info.cudaRuntimeVersion}, {"cudaDriver", info.cudaDriverVersion},
                      {"driverRelease", info.driverRelease}};
   doc["timestampUtc"] = info.timestampUtc;
-  doc["hostname"] = info.hostname;
+  doc["hostname"] = info.hostname;  // may be invalid UTF-8: resultJsonText replaces it
   doc["argv"] = info.argv;
   doc["seed"] = info.seed;
   doc["options"] = {{"dtype", name(info.options.dtype)}, {"op", name(info.options.op)},
@@ -212,6 +214,16 @@ nlohmann::json loopbackJson(const LoopbackInfo& info, const std::vector<Loopback
   }
   doc["rows"] = rs;
   return doc;
+}
+
+bool writeLoopbackFiles(const BenchOptions& options, const LoopbackInfo& info,
+                        const std::vector<LoopbackVariant>& variants, const std::vector<LoopbackRow>& rows) {
+  bool ok = true;
+  if (!options.csvPath.empty()) ok = writeResultFile(options.csvPath, formatLoopbackCsv(variants, rows), "CSV") && ok;
+  if (!options.jsonPath.empty()) {
+    ok = writeResultFile(options.jsonPath, resultJsonText(loopbackJson(info, variants, rows)), "JSON") && ok;
+  }
+  return ok;
 }
 
 }  // namespace nccl_lamport::bench

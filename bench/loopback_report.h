@@ -87,6 +87,11 @@ struct LoopbackInfo {
 /** CSV: one line per (size, variant): bytes,count,variant,graph_us,eager_us,graph_x,eager_x,check. */
 [[nodiscard]] std::string formatLoopbackCsv(const std::vector<LoopbackVariant>& variants,
                                             const std::vector<LoopbackRow>& rows);
+/** Writes the CSV and JSON files the options name (bench/result_file.h); false when one could not
+ *  be written (exit status 1, as --help says). */
+[[nodiscard]] bool writeLoopbackFiles(const BenchOptions& options, const LoopbackInfo& info,
+                                      const std::vector<LoopbackVariant>& variants,
+                                      const std::vector<LoopbackRow>& rows);
 [[nodiscard]] nlohmann::json loopbackJson(const LoopbackInfo& info, const std::vector<LoopbackVariant>& variants,
                                           const std::vector<LoopbackRow>& rows);
 

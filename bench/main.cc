@@ -25,6 +25,8 @@
 #include "bench/rank_launcher.h"
 #include "bench/rank_results.h"
 #include "bench/report.h"
+#include "bench/result_file.h"
+#include "bench/tune_logic.h"
 #include "tuner/routing.h"
 #include "tuner/tuning_file.h"
 
@@ -67,17 +69,6 @@ std::string hostName() {
   char name[256] = {};
   if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
   return name;
-}
-
-bool writeFile(const std::string& path, const std::string& content, const char* what) {
-  std::ofstream out(path);
-  out << content;
-  out.close();
-  if (!out) {
-    std::fprintf(stderr, "nccl-lamport-bench: could not write the %s file %s\n", what, path.c_str());
-    return false;
-  }
-  return true;
 }
 
 std::string executableDir() {
@@ -201,15 +192,13 @@ int runTune(BenchOptions opt, const std::vector<SizeSpec>& sizes, const RunInfo&
   entry.smArch = one.slots[0]->header.smMajor * 10 + one.slots[0]->header.smMinor;
   entry.ncclVersion = ncclVersionString(one.slots[0]->header.ncclVersion);
   entry.date = info.timestampUtc;
-  entry.command = shellJoin(info.argv);
+  entry.command = tuningCommand(info.argv);
   entry.oneShotMaxBytes = estimateCrossover(one.rows).fasterUpTo[mode];
+  std::vector<Row> twoRows;
   if (info.nRanks >= kTwoShotMinRanks) {
-    std::vector<SizeSpec> above;
-    for (const SizeSpec& size : sizes) {
-      if (size.bytes > entry.oneShotMaxBytes) above.push_back(size);
-    }
+    const std::vector<SizeSpec> above = twoShotSweepSizes(sizes, entry.oneShotMaxBytes);
     if (!above.empty()) {
-      setenv("NCCL_LAMPORT_ONESHOT_MAX_BYTES", std::to_string(std::max<size_t>(entry.oneShotMaxBytes, 16)).c_str(), 1);
+      setenv("NCCL_LAMPORT_ONESHOT_MAX_BYTES", std::to_string(twoShotSweepOneShotBound(entry.oneShotMaxBytes)).c_str(), 1);
       setenv("NCCL_LAMPORT_TWOSHOT_MAX_BYTES", std::to_string(opt.maxBytes).c_str(), 1);
       std::printf("# tune: two-shot sweep above %zu bytes\n", entry.oneShotMaxBytes);
       Sweep two = runSweep(opt, above, info.nRanks, info.seed);
@@ -219,16 +208,15 @@ int runTune(BenchOptions opt, const std::vector<SizeSpec>& sizes, const RunInfo&
       }
       std::fputs(formatTable(two.rows).c_str(), stdout);
       entry.twoShotMaxBytes = estimateCrossover(two.rows, "lamport-2shot").fasterUpTo[mode];
+      twoRows = std::move(two.rows);
     }
   }
-  for (const Row& row : one.rows) {
-    if (!row.ok) {
-      std::fprintf(stderr, "nccl-lamport-bench: --tune: a check failed at %zu bytes; no tuning file written\n",
-                   row.bytes);
-      return kExitFailed;
-    }
+  const std::string problem = tuneRowsProblem(one.rows, twoRows);
+  if (!problem.empty()) {
+    std::fprintf(stderr, "nccl-lamport-bench: --tune: %s; no tuning file written\n", problem.c_str());
+    return kExitFailed;
   }
-  if (!writeFile(opt.tunePath, formatTuningFile(entry), "tuning")) return kExitFailed;
+  if (!writeResultFile(opt.tunePath, formatTuningFile(entry), "tuning")) return kExitFailed;
   std::printf("# tune (%s timing): one-shot up to %zu bytes, two-shot up to %zu bytes; written to %s\n",
               mode == kGraphMode ? "graph" : "eager", entry.oneShotMaxBytes, entry.twoShotMaxBytes,
               opt.tunePath.c_str());
@@ -266,6 +254,10 @@ int runBench(int argc, char** argv) {
     return kExitUsage;
   }
   const int nRanks = opt.gpus > 0 ? opt.gpus : localGpus;
+  if (!opt.tunePath.empty() && !tuneRankProblem(nRanks).empty()) {
+    std::fprintf(stderr, "nccl-lamport-bench: %s\n", tuneRankProblem(nRanks).c_str());
+    return kExitUsage;
+  }
   if (nRanks == 1) {
     std::fprintf(stderr, "nccl-lamport-bench: running with 1 rank (%d GPU(s) visible): every call "
                          "takes the NCCL path, nccl-lamport needs 2 or more GPUs\n", localGpus);
@@ -313,7 +305,7 @@ int runBench(int argc, char** argv) {
   std::fflush(stdout);
   std::fputs(describeRankFailures(launch, slots, opt.timeoutSeconds).c_str(), stderr);
 
-  if (!opt.csvPath.empty()) ok = writeFile(opt.csvPath, formatCsv(rows), "CSV") && ok;
+  if (!opt.csvPath.empty()) ok = writeResultFile(opt.csvPath, formatCsv(rows), "CSV") && ok;
   std::string jsonPath = opt.jsonPath;
   bool tempJson = false;
   if (jsonPath.empty() && !opt.plotPath.empty()) {
@@ -328,7 +320,7 @@ int runBench(int argc, char** argv) {
   if (!jsonPath.empty()) {
     nlohmann::json doc = toJson(info, slots, rows);
     doc["crossover"] = crossoverJson(crossover);
-    const bool written = writeFile(jsonPath, doc.dump(2) + "\n", "JSON");
+    const bool written = writeResultFile(jsonPath, resultJsonText(doc), "JSON");
     ok = (written || tempJson) && ok;
     if (written && !opt.plotPath.empty()) (void)runPlot(jsonPath, opt.plotPath);
   }

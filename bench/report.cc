@@ -280,6 +280,8 @@ nlohmann::json toJson(const RunInfo& info, const std::vector<const RankSlot*>& r
   json doc;
   doc["tool"] = "nccl-lamport-bench";
   doc["schema"] = 1;
+  // Strings that may not be UTF-8 (a Latin-1 file name) are kept as they are: resultJsonText
+  // (bench/result_file.h) replaces an invalid sequence when the document is written.
   doc["command"] = shellJoin(info.argv);
   doc["argv"] = info.argv;
   doc["host"] = info.hostname;

@@ -26,3 +26,8 @@ if(TARGET lamport_bench_cli)
   target_link_libraries(test_bench_cli PRIVATE lamport_bench_cli GTest::gtest_main)
   gtest_discover_tests(test_bench_cli PROPERTIES LABELS cpu)
 endif()
+
+# nccl-lamport-bench --tune's decisions (bench/tune_logic.h) and JSON output of odd arguments.
+add_executable(test_bench_tune ${CMAKE_CURRENT_LIST_DIR}/test_bench_tune.cc)
+target_link_libraries(test_bench_tune PRIVATE lamport_bench_logic GTest::gtest_main)
+gtest_discover_tests(test_bench_tune PROPERTIES LABELS cpu)

@@ -83,6 +83,42 @@ TEST(BenchCli, TuneAndLoopback) {
   EXPECT_EQ(parse({"--loopback", "4", "--graph-calls", "7"}).options.graphCalls, 7);
 }
 
+// Values CLI11 lets through but that are not what the user typed: exit 2 like other bad options.
+TEST(BenchCli, OutOfRangeSeedsAndANanTimeoutAreRefused) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--seed", "-1"}, {"--seed", "18446744073709551616"},
+        {"--seed", "99999999999999999999999"}, {"--timeout", "nan"}, {"--timeout=-nan"}}) {
+    const Parsed p = parse(args);
+    EXPECT_EQ(p.status, kExitUsage) << args[0] << " " << args.back() << ": seed " << p.options.seed
+                                    << ", timeout " << p.options.timeoutSeconds;
+    EXPECT_FALSE(p.err.empty()) << args.back();
+  }
+  const Parsed top = parse({"--seed", "18446744073709551615"});
+  ASSERT_EQ(top.status, -1) << top.err;
+  EXPECT_EQ(top.options.seed, 18446744073709551615ull);
+  EXPECT_EQ(parse({"--seed", "42"}).options.seed, 42u);
+  EXPECT_EQ(parse({"--timeout", "30"}).options.timeoutSeconds, 30.0);
+}
+
+// A file the plugin would reject (nRanks 1), or options that would be dropped without a word.
+TEST(BenchCli, CombinationsThatWouldDoSomethingElseThanAskedAreRefused) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--tune", "t.json", "--gpus", "1"},
+        {"--tune", "t.json", "--csv", "t.csv"},    // runTune writes no CSV
+        {"--tune", "t.json", "--json", "r.json"},  // nor JSON
+        {"--tune", "t.json", "--plot", "r.png"},   // nor a plot
+        {"--loopback", "2", "--plot", "r.png"},    // the loopback run draws nothing
+        {"--csv", "same", "--json", "same"},       // the JSON would replace the CSV
+        {"--json", "r.json", "--plot", "r.json"}}) {
+    const Parsed p = parse(args);
+    EXPECT_EQ(p.status, kExitUsage) << args[0] << " " << args[2];
+    EXPECT_FALSE(p.err.empty()) << args[2];
+  }
+  EXPECT_EQ(parse({"--tune", "t.json", "--gpus", "2"}).status, -1);
+  EXPECT_EQ(parse({"--loopback", "2", "--csv", "l.csv", "--json", "l.json"}).status, -1);
+  EXPECT_EQ(parse({"--csv", "r.csv", "--json", "r.json", "--plot", "r.png"}).status, -1);
+}
+
 TEST(BenchCli, HelpExitsZeroOnStdout) {
   const Parsed p = parse({"--help"});
   EXPECT_EQ(p.status, kExitOk);
