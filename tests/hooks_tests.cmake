@@ -105,6 +105,14 @@ if(PYTHON3)
     COMMAND ${PYTHON3} ${_hooks}/tuner_activation_ctypes.py $<TARGET_FILE:shim_tuner_standin_nccl>)
   set_tests_properties(shim_tuner_activation.ctypes PROPERTIES LABELS cpu TIMEOUT 60
     ENVIRONMENT "${_tuner_env}" PASS_REGULAR_EXPRESSION "PASS ctypes")
+  # The same NCCL also reached through libnccl-lamport.so opened by path, before the tuner's
+  # first init: the entries our wrappers already call must not be hooked.
+  add_test(NAME shim_tuner_activation.by_path
+    COMMAND ${PYTHON3} ${_hooks}/tuner_activation_by_path.py $<TARGET_FILE:shim_tuner_standin_nccl>
+            ${PROJECT_BINARY_DIR}/lib/libnccl-lamport.so)
+  set_tests_properties(shim_tuner_activation.by_path PROPERTIES LABELS cpu TIMEOUT 60
+    ENVIRONMENT "${_tuner_env};NCCL_LAMPORT_NCCL_PATH=$<TARGET_FILE:shim_tuner_standin_nccl>;NCCL_LAMPORT_RENDEZVOUS_TIMEOUT_MS=1000"
+    PASS_REGULAR_EXPRESSION "PASS by-path")
 endif()
 
 endif()  # x86-64

@@ -93,7 +93,11 @@ TunerHooksState install(const void* callerInNccl, std::string* why) {
     return TunerHooksState::kNotCapable;
   }
   // Every NCCL call of ours goes to this NCCL from now on, hooked names to their trampolines.
-  useHookedNccl(nccl);
+  if (!useHookedNccl(nccl)) {
+    *why = "this process already calls NCCL through libnccl-lamport.so loaded as the NCCL library (by path "
+           "or under LD_AUDIT), whose calls must reach NCCL's entries unhooked";
+    return TunerHooksState::kNotCapable;
+  }
   auto* set = new hooks::EntryHookSet();
   // gInstalled goes true before the first entry byte changes: a thread that reaches a wrapper
   // through a hook while the install is still writing (its 50 ms grace) must already see the

@@ -95,13 +95,26 @@ static void findTarget(void) {
   if (dladdr1((void*)&findTarget, &info, (void**)&gSelfMap, RTLD_DL_LINKMAP) == 0 || info.dli_fname == NULL) return;
   const char* slash = strrchr(info.dli_fname, '/');
   const size_t dirLength = slash == NULL ? 0 : (size_t)(slash - info.dli_fname) + 1;
-  if (dirLength == 0 || dirLength + sizeof(NCCL_LAMPORT_OBJECT_NAME) > sizeof(gTarget)) {
+  /* A relative LD_AUDIT (./lib/...) is made absolute now: the program may change its working
+   * directory before it asks for NCCL, and a relative redirect would then name no file. */
+  char cwd[sizeof(gTarget)];
+  size_t cwdLength = 0;
+  if (dirLength != 0 && info.dli_fname[0] != '/') {
+    if (getcwd(cwd, sizeof(cwd)) == NULL) {
+      gTargetProblem = "cannot tell the working directory the relative LD_AUDIT path starts from";
+      return;
+    }
+    cwdLength = strlen(cwd);
+    cwd[cwdLength++] = '/';
+  }
+  if (dirLength == 0 || cwdLength + dirLength + sizeof(NCCL_LAMPORT_OBJECT_NAME) > sizeof(gTarget)) {
     gTargetProblem = "cannot tell the directory of the audit module (give LD_AUDIT an absolute path)";
     return;
   }
   char candidate[sizeof(gTarget)];
-  memcpy(candidate, info.dli_fname, dirLength);
-  memcpy(candidate + dirLength, NCCL_LAMPORT_OBJECT_NAME, sizeof(NCCL_LAMPORT_OBJECT_NAME));
+  memcpy(candidate, cwd, cwdLength);
+  memcpy(candidate + cwdLength, info.dli_fname, dirLength);
+  memcpy(candidate + cwdLength + dirLength, NCCL_LAMPORT_OBJECT_NAME, sizeof(NCCL_LAMPORT_OBJECT_NAME));
   if (!readHeader(candidate, &gTargetHeader, &gTargetStat)) {
     gTargetProblem = "libnccl-lamport.so beside the audit module is missing or not ELF";
     return;
@@ -199,6 +212,24 @@ static int isNcclName(const char* name) {
   return strcmp(base, "libnccl.so.2") == 0 || strcmp(base, "libnccl.so") == 0;
 }
 
+/* True if `name` holds a dynamic string token the loader expands after la_objsearch ($ORIGIN,
+ * $LIB, $PLATFORM, or in braces; unbraced, one ends at '/' or the end). Any other '$' is an
+ * ordinary character of the path: the loader opens such a path as written, and so do we. */
+static int hasDynamicToken(const char* name) {
+  static const char* const kTokens[] = {"ORIGIN", "LIB", "PLATFORM"};
+  for (const char* dollar = strchr(name, '$'); dollar != NULL; dollar = strchr(dollar + 1, '$')) {
+    const int braced = dollar[1] == '{';
+    const char* token = dollar + 1 + braced;
+    for (size_t i = 0; i < sizeof(kTokens) / sizeof(kTokens[0]); ++i) {
+      const size_t length = strlen(kTokens[i]);
+      if (strncmp(token, kTokens[i], length) != 0) continue;
+      const char next = token[length];
+      if (braced ? next == '}' : next == '\0' || next == '/') return 1; /* glibc's is_dst */
+    }
+  }
+  return 0;
+}
+
 AUDIT_EXPORT unsigned int la_version(unsigned int version) {
   const char* debug = getenv("NCCL_LAMPORT_AUDIT_DEBUG");
   /* The plugin's own boolean parser (header only, libc only): unknown values leave it off. */
@@ -266,7 +297,7 @@ AUDIT_EXPORT char* la_objsearch(const char* name, uintptr_t* cookie, unsigned in
     return (char*)real;
   }
   /* A path with $ORIGIN or the like is expanded only after this call: taken as it comes. */
-  if (byPath && strchr(name, '$') == NULL) {
+  if (byPath && !hasDynamicToken(name)) {
     const enum FileKind kind = fileKind(name);
     if (kind == kNotLoadable && !gConfiguredPath) {
       debugLine(name, " is no loadable file: not redirected", "");

@@ -126,6 +126,13 @@ void* openSkippingSelf(const char* name, int flags, bool* sawSelf) {
 // another one picked behind their back (and tests use a missing path to mean "no NCCL").
 void* openConfiguredPath(const std::string& path) {
   void* handle = dlopen(path.c_str(), kOwnLoadFlags);
+  if (isOwnHandle(handle) && path.find('/') == std::string::npos) {
+    // A bare name (NCCL_LAMPORT_NCCL_PATH=libnccl.so.2) that is ours because the LD_AUDIT module
+    // redirected it to us: the loader's search for it, past that redirect, as openSkippingSelf.
+    dlclose(handle);
+    handle = dlopen((std::string(NCCL_LAMPORT_REAL_NCCL_PREFIX) + path).c_str(), kOwnLoadFlags);
+    if (handle == nullptr) handle = dlopen(path.c_str(), kOwnLoadFlags);  // no audit module: ours again
+  }
   if (handle == nullptr) {
     LAMPORT_WARN("NCCL_LAMPORT_NCCL_PATH=%s does not load: %s", path.c_str(), dlerror());
   } else if (isOwnHandle(handle)) {
@@ -170,6 +177,15 @@ RealLibrary findRealLibrary(bool* sawSelf) {
     }
   }
   if (lib.handle == nullptr) return RealLibrary{};
+  // Every NCCL has ncclGetVersion (1.3 and later); a library without it is no NCCL, whatever
+  // stray nccl* symbols it has: nothing may be forwarded into it.
+  if (dlsym(lib.handle, "ncclGetVersion") == nullptr) {
+    link_map* map = nullptr;
+    const char* path = dlinfo(lib.handle, RTLD_DI_LINKMAP, &map) == 0 && map->l_name != nullptr ? map->l_name : "?";
+    LAMPORT_WARN("%s is no NCCL library (it has no ncclGetVersion): not used", path);
+    dlclose(lib.handle);
+    return RealLibrary{};
+  }
   lib.profilingApi = dlsym(lib.handle, "pncclAllReduce") != nullptr;
   return lib;
 }
@@ -234,6 +250,10 @@ const RealLibrary& realLibrary() {
 
 // Tuner activation: the NCCL whose entries are hooked, and the trampolines of those entries.
 std::atomic<void*> gHookedHandle{nullptr};
+// A hookable name was resolved with no hooks in use (and cached by its caller). Together with
+// gHookedHandle a Dekker pair (sequentially consistent): useHookedNccl stores the handle, then
+// reads this; resolveRealNccl stores this, then reads the handle. One of them sees the other.
+std::atomic<bool> gHookableResolvedUnhooked{false};
 constexpr const char* kHookable[] = {
     "ncclAllReduce",       "ncclCommInitRank",      "ncclCommInitRankConfig", "ncclCommInitRankScalable",
     "ncclCommInitAll",     "ncclCommSplit",         "ncclCommShrink",         "ncclCommFinalize",
@@ -255,7 +275,12 @@ void* lookUpHooked(void* handle, const char* name) {
 
 }  // namespace
 
-void useHookedNccl(void* handle) { gHookedHandle.store(handle, std::memory_order_release); }
+bool useHookedNccl(void* handle) {
+  gHookedHandle.store(handle);
+  if (handle == nullptr || !gHookableResolvedUnhooked.load()) return true;
+  gHookedHandle.store(nullptr);
+  return false;
+}
 
 void** hookedOriginalSlot(const char* name) {
   for (size_t i = 0; i < kHookableCount; ++i) {
@@ -266,6 +291,10 @@ void** hookedOriginalSlot(const char* name) {
 
 void* resolveRealNccl(const char* name) {
   if (void* hooked = gHookedHandle.load(std::memory_order_acquire)) return lookUpHooked(hooked, name);
+  if (hookedOriginalSlot(name) != nullptr) {
+    gHookableResolvedUnhooked.store(true);
+    if (void* hooked = gHookedHandle.load()) return lookUpHooked(hooked, name);
+  }
   const RealLibrary& lib = realLibrary();
   void* fn = lookUp(lib, name);
   if (fn == nullptr && lib.source != Source::kNone) {

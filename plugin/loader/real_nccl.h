@@ -39,8 +39,12 @@ bool realNcclHasProfilingApi();
  * Tuner activation (plugin/hooks/tuner_activation.h): from now on every name resolves in the
  * library of `handle` (the NCCL that loaded the tuner), and a hooked name to its trampoline as
  * published in hookedOriginalSlot(name). Call with null to undo (when installing failed).
+ * Returns false, and changes nothing, when a hookable function was already resolved without the
+ * hooks (this object served as NCCL itself: opened by path, or under LD_AUDIT): its callers keep
+ * the entry's address (REAL_NCCL caches it), so hooking that entry would send them back into
+ * their own wrapper for ever. The entries must then stay unhooked.
  */
-void useHookedNccl(void* handle);
+bool useHookedNccl(void* handle);
 
 /** The slot where the trampoline of `name` is published before its entry is hooked, or null
  *  when `name` is not one of the hookable functions (nccl_api hook list of tuner_activation). */

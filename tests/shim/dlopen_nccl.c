@@ -7,6 +7,8 @@
  *   dlopen_nccl path-then-name-audit SO dlopen(SO), then dlopen("libnccl.so.2") under LD_AUDIT
  *   dlopen_nccl abs-path-audit SO NCCL  dlopen(NCCL, a path to a real libnccl.so.2) under LD_AUDIT:
  *                                       our object, with that very NCCL behind it
+ *   dlopen_nccl chdir-name-audit SO     as name-audit, after chdir("/") (LD_AUDIT given relative to
+ *                                       the starting directory)
  *   dlopen_nccl name-real               dlopen("libnccl.so.2") without LD_AUDIT: the real NCCL
  *   dlopen_nccl self SO                 NCCL_LAMPORT_NCCL_PATH names our object: calls fail cleanly
  *
@@ -25,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "plugin/loader/audit_protocol.h"
 #include "shim_check.h"
@@ -120,7 +123,16 @@ int main(int argc, char** argv) {
     int code = 0;
     ((GetVersionFn)dlsym(ours, "ncclGetVersion"))(&code);
     checkForwarding(ours, loadedRealNccl(ours));
-  } else if ((strcmp(mode, "name-audit") == 0 || strcmp(mode, "path-then-name-audit") == 0) && so != NULL) {
+  } else if ((strcmp(mode, "name-audit") == 0 || strcmp(mode, "path-then-name-audit") == 0 ||
+              strcmp(mode, "chdir-name-audit") == 0) &&
+             so != NULL) {
+    char absolute[4096];
+    if (strcmp(mode, "chdir-name-audit") == 0) {
+      /* The program moves away from the directory a relative LD_AUDIT was given from. */
+      CHECK(realpath(so, absolute) != NULL, "realpath(%s)", so);
+      so = absolute;
+      CHECK(chdir("/") == 0, "chdir(\"/\")");
+    }
     void* byPath = strcmp(mode, "path-then-name-audit") == 0 ? mustOpen(so, flags) : NULL;
     void* ours = mustOpen("libnccl.so.2", flags);
     CHECK(isOurs(ours), "dlopen(\"libnccl.so.2\") under LD_AUDIT did not give libnccl-lamport.so");
@@ -154,7 +166,7 @@ int main(int argc, char** argv) {
     CHECK(((UniqueIdFn)dlsym(ours, "ncclGetUniqueId"))(&id) == ncclSystemError, "ncclGetUniqueId must fail");
     CHECK(loadedRealNccl(ours) == NULL, "a real NCCL got loaded although NCCL_LAMPORT_NCCL_PATH named us");
   } else {
-    fprintf(stderr, "usage: %s path|name-audit|path-then-name-audit|self SO | abs-path-audit SO NCCL | name-real\n",
+    fprintf(stderr, "usage: %s path|name-audit|path-then-name-audit|chdir-name-audit|self SO | abs-path-audit SO NCCL | name-real\n",
             argv[0]);
     return 2;
   }

@@ -35,6 +35,9 @@ add_dependencies(test_real_nccl shim_fake_partial_nccl shim_lamport_copy)
 add_test(NAME shim_real_nccl.RejectsAnotherCopyByConfiguredPath
          COMMAND test_real_nccl --gtest_filter=RealNccl.RejectsAnotherCopyByConfiguredPath)
 add_test(NAME shim_real_nccl.RejectsAnotherCopyByName COMMAND test_real_nccl --gtest_filter=RealNccl.RejectsAnotherCopyByName)
+add_test(NAME shim_real_nccl.RejectsALibraryThatIsNoNccl COMMAND test_real_nccl --gtest_filter=RealNccl.RejectsALibraryThatIsNoNccl)
+set_tests_properties(shim_real_nccl.RejectsALibraryThatIsNoNccl PROPERTIES LABELS cpu
+                     ENVIRONMENT "NCCL_DEBUG=WARN" FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
 set_tests_properties(shim_real_nccl.RejectsAnotherCopyByConfiguredPath PROPERTIES LABELS cpu
                      ENVIRONMENT "NCCL_DEBUG=WARN" FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
 set_tests_properties(shim_real_nccl.RejectsAnotherCopyByName PROPERTIES LABELS cpu
@@ -87,20 +90,36 @@ add_dependencies(shim_dlopen_nccl nccl-lamport nccl-lamport-audit)
 # libnccl.so.2 -> the real NCCL in a directory of its own, a path no search would give.
 set(_self_link ${CMAKE_CURRENT_BINARY_DIR}/shim_self/libnccl.so.2)
 set(_real_link ${CMAKE_CURRENT_BINARY_DIR}/shim_real/libnccl.so.2)
+# The same, in a directory whose name has a '$' that is no dynamic string token ($ORIGIN, $LIB,
+# $PLATFORM): the loader opens such a path as written.
+set(_odd_dir "${CMAKE_CURRENT_BINARY_DIR}/shim_odd$dir")
+set(_odd_link "${_odd_dir}/libnccl.so.2")
 get_filename_component(_nccl_real_file ${NCCL_LIBRARY} REALPATH)
 add_custom_command(TARGET shim_dlopen_nccl POST_BUILD
   COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/shim_self ${CMAKE_CURRENT_BINARY_DIR}/shim_real
   COMMAND ${CMAKE_COMMAND} -E create_symlink ${_lamport_so} ${_self_link}
   COMMAND ${CMAKE_COMMAND} -E create_symlink ${_nccl_real_file} ${_real_link}
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${_odd_dir}
+  COMMAND ${CMAKE_COMMAND} -E create_symlink ${_nccl_real_file} ${_odd_link}
   VERBATIM)
 
 add_test(NAME shim_dlopen.by_path COMMAND shim_dlopen_nccl path ${_lamport_so})
 add_test(NAME shim_dlopen.abs_path_audit COMMAND shim_dlopen_nccl abs-path-audit ${_lamport_so} ${_real_link})
+add_test(NAME shim_dlopen.odd_path_audit COMMAND shim_dlopen_nccl abs-path-audit ${_lamport_so} ${_odd_link})
 add_test(NAME shim_dlopen.by_name_audit COMMAND shim_dlopen_nccl name-audit ${_lamport_so})
+# NCCL_LAMPORT_NCCL_PATH given as the bare soname: under LD_AUDIT that name is ours (the redirect).
+add_test(NAME shim_dlopen.by_name_audit_configured_soname COMMAND shim_dlopen_nccl name-audit ${_lamport_so})
+set_tests_properties(shim_dlopen.by_name_audit_configured_soname PROPERTIES LABELS cpu
+  ENVIRONMENT "${_nccl_env};LD_AUDIT=${_audit_so};NCCL_LAMPORT_NCCL_PATH=libnccl.so.2")
+# LD_AUDIT given relative to the test's directory; the program then leaves that directory.
+file(RELATIVE_PATH _audit_so_relative ${CMAKE_CURRENT_BINARY_DIR} ${_audit_so})
+add_test(NAME shim_dlopen.relative_audit_chdir COMMAND shim_dlopen_nccl chdir-name-audit ${_lamport_so})
+set_tests_properties(shim_dlopen.relative_audit_chdir PROPERTIES LABELS cpu
+  ENVIRONMENT "${_nccl_env};LD_AUDIT=./${_audit_so_relative}")
 add_test(NAME shim_dlopen.by_name_real COMMAND shim_dlopen_nccl name-real)
 add_test(NAME shim_dlopen.self_as_nccl_path COMMAND shim_dlopen_nccl self ${_lamport_so})
 set_tests_properties(shim_dlopen.by_path shim_dlopen.by_name_real PROPERTIES ENVIRONMENT "${_nccl_env}")
-set_tests_properties(shim_dlopen.by_name_audit shim_dlopen.abs_path_audit PROPERTIES
+set_tests_properties(shim_dlopen.by_name_audit shim_dlopen.abs_path_audit shim_dlopen.odd_path_audit PROPERTIES
   ENVIRONMENT "${_nccl_env};LD_AUDIT=${_audit_so}")
 set_tests_properties(shim_dlopen.self_as_nccl_path PROPERTIES
   ENVIRONMENT "${_nccl_env};NCCL_LAMPORT_NCCL_PATH=${_self_link}")
@@ -124,7 +143,7 @@ add_dependencies(shim_linked_nccl nccl-lamport nccl-lamport-audit)
 add_test(NAME shim_opaque.linked_audit COMMAND shim_linked_nccl)
 set_tests_properties(shim_opaque.linked_audit PROPERTIES LABELS cpu
   ENVIRONMENT "${_nccl_env};LD_AUDIT=${_audit_so};LD_BIND_NOW=1")
-set_tests_properties(shim_dlopen.by_path shim_dlopen.by_name_audit shim_dlopen.abs_path_audit
+set_tests_properties(shim_dlopen.by_path shim_dlopen.by_name_audit shim_dlopen.abs_path_audit shim_dlopen.odd_path_audit
                      shim_dlopen.by_name_real shim_dlopen.self_as_nccl_path shim_dlopen.path_then_name_audit PROPERTIES LABELS cpu)
 
 # What vLLM's / SGLang's pynccl does with VLLM_NCCL_SO_PATH / SGLANG_NCCL_SO_PATH (ctypes).

@@ -141,6 +141,19 @@ TEST(RealNccl, RejectsAnotherCopyByConfiguredPath) {
   EXPECT_FALSE(logged("no profiling API")) << allLines();
 }
 
+// A library that is no NCCL at all (no ncclGetVersion; this one has a stray profiling alias) named
+// by NCCL_LAMPORT_NCCL_PATH: no NCCL, said as such; neither "NCCL 0.0.0 ... passes through to
+// NCCL" nor a call forwarded into it.
+TEST(RealNccl, RejectsALibraryThatIsNoNccl) {
+  RUN_ALONE();
+  setenv("NCCL_LAMPORT_NCCL_PATH", FAKE_PARTIAL_NCCL_PATH, 1);
+  EXPECT_EQ(nccl_lamport::resolveRealNccl("ncclGetErrorString"), nullptr);
+  EXPECT_FALSE(nccl_lamport::realNcclHasProfilingApi());
+  EXPECT_TRUE(logged("is no NCCL library")) << allLines();
+  EXPECT_TRUE(logged("no NCCL library found")) << allLines();
+  EXPECT_FALSE(logged("no profiling API")) << allLines();
+}
+
 // The same copy found by name (LD_LIBRARY_PATH puts its directory first).
 TEST(RealNccl, RejectsAnotherCopyByName) {
   RUN_ALONE();
