@@ -172,6 +172,49 @@ foreach(_abi 4 3 2)
     FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
 endforeach()
 
+# Which tuner ours displaced, against what NCCL itself would have loaded without ours
+# (src/misc/param.cc reads nccl.conf, src/plugin/tuner.cc and plugin_open.cc pick the library).
+set(_none_conf ${CMAKE_CURRENT_BINARY_DIR}/displaced_tuner_none_nccl.conf)
+file(GENERATE OUTPUT ${_none_conf} CONTENT "NCCL_TUNER_PLUGIN=None\n")
+set(_notuner_conf ${CMAKE_CURRENT_BINARY_DIR}/displaced_tuner_notuner_nccl.conf)
+file(GENERATE OUTPUT ${_notuner_conf} CONTENT "NCCL_TUNER_PLUGIN=libm.so.6\n")
+set(_quiet_conf ${CMAKE_CURRENT_BINARY_DIR}/displaced_tuner_quiet_nccl.conf)
+file(GENERATE OUTPUT ${_quiet_conf} CONTENT "NCCL_DEBUG=WARN\n")
+set(_home_dir ${CMAKE_CURRENT_BINARY_DIR}/displaced_tuner_home)
+file(GENERATE OUTPUT ${_home_dir}/.nccl.conf CONTENT "NCCL_TUNER_PLUGIN=${_fake_tuner}\n")
+# libnccl-tuner.so, NCCL's default tuner name, found through LD_LIBRARY_PATH.
+set(_default_dir ${CMAKE_CURRENT_BINARY_DIR}/displaced_tuner_default)
+add_custom_command(TARGET shim_fake_displaced_tuner POST_BUILD
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${_default_dir}
+  COMMAND ${CMAKE_COMMAND} -E create_symlink $<TARGET_FILE:shim_fake_displaced_tuner> ${_default_dir}/libnccl-tuner.so)
+# Another copy of nccl-lamport (not the same file), named in nccl.conf.
+set(_tuner_copy_dir ${CMAKE_CURRENT_BINARY_DIR}/displaced_tuner_lamport_copy)
+add_custom_command(OUTPUT ${_tuner_copy_dir}/libnccl-tuner-lamport.so
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${_tuner_copy_dir}
+  COMMAND ${CMAKE_COMMAND} -E copy $<TARGET_FILE:nccl-lamport> ${_tuner_copy_dir}/libnccl-tuner-lamport.so
+  DEPENDS nccl-lamport)
+add_custom_target(shim_displaced_lamport_copy DEPENDS ${_tuner_copy_dir}/libnccl-tuner-lamport.so)
+add_dependencies(shim_displaced_tuner shim_displaced_lamport_copy)
+set(_copy_conf ${CMAKE_CURRENT_BINARY_DIR}/displaced_tuner_copy_nccl.conf)
+file(GENERATE OUTPUT ${_copy_conf} CONTENT "NCCL_TUNER_PLUGIN=${_tuner_copy_dir}/libnccl-tuner-lamport.so\n")
+foreach(_case NoneInNcclConfTurnsTheNetPluginsTunerOffToo ANamedLibraryWithoutATunerEndsTheSearch
+              NcclConfFileReplacesTheHomeConf TheDefaultTunerLibraryKeepsAnswering AnotherCopyOfOursIsNeverChained
+              PluginNames AThrowingDisplacedFinalizeIsContained)
+  add_test(NAME displaced_tuner.${_case} COMMAND shim_displaced_tuner --gtest_filter=DisplacedTuner.${_case})
+  set_tests_properties(displaced_tuner.${_case} PROPERTIES LABELS cpu TIMEOUT 60
+    ENVIRONMENT "HOME=/nonexistent;NCCL_CONF_FILE=/nonexistent.conf" FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
+endforeach()
+set_tests_properties(displaced_tuner.NoneInNcclConfTurnsTheNetPluginsTunerOffToo PROPERTIES
+  ENVIRONMENT "HOME=/nonexistent;NCCL_CONF_FILE=${_none_conf};NCCL_NET_PLUGIN=${_fake_tuner}")
+set_tests_properties(displaced_tuner.ANamedLibraryWithoutATunerEndsTheSearch PROPERTIES
+  ENVIRONMENT "HOME=/nonexistent;NCCL_CONF_FILE=${_notuner_conf};NCCL_NET_PLUGIN=${_fake_tuner}")
+set_tests_properties(displaced_tuner.NcclConfFileReplacesTheHomeConf PROPERTIES
+  ENVIRONMENT "HOME=${_home_dir};NCCL_CONF_FILE=${_quiet_conf}")
+set_tests_properties(displaced_tuner.TheDefaultTunerLibraryKeepsAnswering PROPERTIES
+  ENVIRONMENT "HOME=/nonexistent;NCCL_CONF_FILE=${_quiet_conf};LD_LIBRARY_PATH=${_default_dir}")
+set_tests_properties(displaced_tuner.AnotherCopyOfOursIsNeverChained PROPERTIES
+  ENVIRONMENT "HOME=/nonexistent;NCCL_CONF_FILE=${_copy_conf}")
+
 # The A/B switch under NCCL_TUNER_PLUGIN: the INFO line says the path is off and NCCL untouched,
 # and gives no LD_PRELOAD advice (which would not turn it on).
 add_test(NAME shim_tuner_activation.disabled-notice COMMAND shim_tuner_activation untouched)

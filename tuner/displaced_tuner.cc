@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <stdlib.h>
+#include <strings.h>
 
 #include <mutex>
 #include <sstream>
@@ -22,22 +23,6 @@ std::string readConfFile(const std::string& path) {
   return readSmallRegularFile(path, size_t{1} << 20, &text, &error) ? text : std::string();
 }
 
-std::string trim(const std::string& s) {
-  const size_t b = s.find_first_not_of(" \t\r");
-  if (b == std::string::npos) return std::string();
-  return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
-}
-
-// The library names NCCL tries for a plugin value (src/plugin/plugin_open.cc): as given, then
-// lib<prefix>-<value>.so when the value has no '/' and is not already a lib*.so name.
-std::vector<std::string> pluginNames(const std::string& value, const char* prefix) {
-  std::vector<std::string> names{value};
-  if (value.find('/') == std::string::npos && value.rfind("lib", 0) != 0) {
-    names.push_back(std::string("lib") + prefix + "-" + value + ".so");
-  }
-  return names;
-}
-
 bool sameObject(void* handle, const std::string& ourPath) {
   link_map* map = nullptr;
   if (handle == nullptr || dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr) return false;
@@ -45,51 +30,96 @@ bool sameObject(void* handle, const std::string& ourPath) {
   return realpath(map->l_name, a) != nullptr && realpath(ourPath.c_str(), b) != nullptr && std::string(a) == b;
 }
 
+// The object that defines addr (its load base), or null.
+const void* objectOf(const void* addr) {
+  Dl_info info{};
+  return addr != nullptr && dladdr(addr, &info) != 0 ? info.dli_fbase : nullptr;
+}
+
+// True when the tuner struct comes from an nccl-lamport object: ours, or another copy of it (a
+// site-wide install named in nccl.conf while the environment names a newer build). Chaining a
+// copy would run our tuner init twice per communicator, the second hooking the first's exports.
+bool isLamport(void* handle, const void* table, const std::string& ourPath) {
+  if (sameObject(handle, ourPath)) return true;
+  const void* marker = dlsym(handle, "ncclLamportIsActive");  // exported by every nccl-lamport object
+  return marker != nullptr && objectOf(marker) == objectOf(table);
+}
+
 // The tuner struct in handle that a communicator set up through ncclAbiVersion can use: that
 // version's, else the newest older one whose init needs nothing NCCL's v5+ init alone gives
 // (v4, v3, v2). Not v5/v6 under a newer NCCL: their init takes NCCL's model constants in a layout
-// that differs from v7's.
-DisplacedTuner tableIn(void* handle, int ncclAbiVersion, const std::string& ourPath) {
+// that differs from v7's. None, with *ours set, for nccl-lamport itself (isLamport).
+DisplacedTuner tableIn(void* handle, int ncclAbiVersion, const std::string& ourPath, bool* ours) {
   DisplacedTuner found;
-  if (handle == nullptr || sameObject(handle, ourPath)) return found;
+  *ours = false;
+  if (handle == nullptr) return found;
   for (const int version : {ncclAbiVersion, 4, 3, 2}) {
     if (const void* table = dlsym(handle, ("ncclTunerPlugin_v" + std::to_string(version)).c_str())) {
+      *ours = isLamport(handle, table, ourPath);
+      if (*ours) return found;
       found.table = table;
       found.abiVersion = version;
       return found;
     }
   }
+  *ours = sameObject(handle, ourPath);
   return found;
 }
 
-DisplacedTuner search(int version, const std::string& ourPath) {
-  // (a) nccl.conf's tuner, overridden by the environment's (ours).
+// NCCL's nccl.conf files, in the order it reads them (src/misc/param.cc): NCCL_CONF_FILE when set
+// and not empty, else ~/.nccl.conf; then /etc/nccl.conf.
+std::vector<std::string> confFiles() {
   std::vector<std::string> confs;
-  if (const char* f = getenv("NCCL_CONF_FILE")) confs.emplace_back(f);
-  if (const char* home = getenv("HOME")) confs.push_back(std::string(home) + "/.nccl.conf");
+  const char* file = getenv("NCCL_CONF_FILE");
+  if (file != nullptr && file[0] != '\0') {
+    confs.emplace_back(file);
+  } else if (const char* home = getenv("HOME")) {
+    confs.push_back(std::string(home) + "/.nccl.conf");
+  }
   confs.emplace_back("/etc/nccl.conf");
-  for (const std::string& conf : confs) {
-    const std::string value = tunerPluginFromConf(readConfFile(conf));
-    if (value.empty() || value == "none") continue;
-    for (const std::string& name : pluginNames(value, "nccl-tuner")) {
-      void* handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-      DisplacedTuner found = tableIn(handle, version, ourPath);
-      if (found.table != nullptr) {
-        found.source = "NCCL_TUNER_PLUGIN=" + value + " in " + conf;
-        return found;  // the handle stays open while the table is in use: for the process
-      }
-      if (handle != nullptr) dlclose(handle);
+  return confs;
+}
+
+// What NCCL's tuner loader (src/plugin/tuner.cc) would have done without ours: NCCL_TUNER_PLUGIN
+// as the first nccl.conf assignment sets it ("none", in any case: no tuner at all); the named
+// library (unset or empty: libnccl-tuner.so), by each name NCCL tries; only when none of those
+// opens, the net plugin's. The first library that opens decides: one without a tuner struct we
+// can call means none (NCCL: "unsupported", and no net plugin fallback). nccl-lamport itself (or
+// another copy of it: nccl.conf may name ours) counts as not there: what it displaced is next.
+DisplacedTuner search(int version, const std::string& ourPath) {
+  std::string value;
+  std::string from;
+  for (const std::string& conf : confFiles()) {
+    if (tunerPluginInConf(readConfFile(conf), &value)) {
+      from = conf;
+      break;
     }
   }
-  // (b) the net plugin NCCL loaded before its tuner.
+  if (strcasecmp(value.c_str(), "none") == 0) return DisplacedTuner();
+  const std::vector<std::string> names =
+      value.empty() ? std::vector<std::string>{"libnccl-tuner.so"} : pluginLibraryNames(value, "nccl-tuner");
+  bool ours = false;
+  for (const std::string& name : names) {
+    void* handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) continue;
+    DisplacedTuner found = tableIn(handle, version, ourPath, &ours);
+    if (found.table == nullptr) {
+      dlclose(handle);
+      if (ours) break;  // as if it were not there: the net plugin's is next
+      return found;
+    }
+    found.source = value.empty() ? name + ", NCCL's default tuner" : "NCCL_TUNER_PLUGIN=" + value + " in " + from;
+    return found;  // the handle stays open while the table is in use: for the process
+  }
+  // The net plugin NCCL loaded before its tuner.
   const char* net = getenv("NCCL_NET_PLUGIN");
   const std::string netValue = net != nullptr && net[0] != '\0' ? net : "";
-  if (netValue == "none") return DisplacedTuner();
-  const std::vector<std::string> names =
-      netValue.empty() ? std::vector<std::string>{"libnccl-net.so"} : pluginNames(netValue, "nccl-net");
-  for (const std::string& name : names) {
+  if (strcasecmp(netValue.c_str(), "none") == 0) return DisplacedTuner();
+  const std::vector<std::string> netNames =
+      netValue.empty() ? std::vector<std::string>{"libnccl-net.so"} : pluginLibraryNames(netValue, "nccl-net");
+  for (const std::string& name : netNames) {
     void* handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-    DisplacedTuner found = tableIn(handle, version, ourPath);
+    DisplacedTuner found = tableIn(handle, version, ourPath, &ours);
     if (found.table != nullptr) {
       found.source = "the net plugin " + name;
       return found;
@@ -101,18 +131,30 @@ DisplacedTuner search(int version, const std::string& ourPath) {
 
 }  // namespace
 
-std::string tunerPluginFromConf(const std::string& confText) {
-  std::string value;
+bool tunerPluginInConf(const std::string& confText, std::string* value) {
+  // As NCCL's reader: '\n' then '\r' stripped, '#' in column 0 a comment, the variable exactly
+  // what precedes the first '=', setenv without overwrite (the first assignment wins).
   std::istringstream lines(confText);
   std::string line;
   while (std::getline(lines, line)) {
-    line = trim(line);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty() || line[0] == '#') continue;
     const size_t eq = line.find('=');
-    if (eq == std::string::npos || trim(line.substr(0, eq)) != "NCCL_TUNER_PLUGIN") continue;
-    value = trim(line.substr(eq + 1));
+    if (eq == std::string::npos || line.compare(0, eq, "NCCL_TUNER_PLUGIN") != 0) continue;
+    *value = line.substr(eq + 1);
+    return true;
   }
-  return value;
+  return false;
+}
+
+std::vector<std::string> pluginLibraryNames(const std::string& value, const char* prefix) {
+  std::vector<std::string> names{value};
+  const bool libraryName = value.rfind("lib", 0) == 0 && value.size() >= 3 &&
+                           value.compare(value.size() - 3, 3, ".so") == 0;
+  if (value.find('/') == std::string::npos && !libraryName) {
+    names.push_back(std::string("lib") + prefix + "-" + value + ".so");
+  }
+  return names;
 }
 
 DisplacedTuner displacedTuner(int ncclAbiVersion, const std::string& ourPath) {

@@ -3,15 +3,19 @@
 //
 // NCCL loads one tuner: the one NCCL_TUNER_PLUGIN names, else libnccl-tuner.so, else the one the
 // net plugin ships (aws-ofi-nccl's). Naming ours therefore displaces (a) a tuner named in
-// nccl.conf (NCCL_CONF_FILE, ~/.nccl.conf, /etc/nccl.conf) that the environment overrode, and
-// (b) the net plugin's tuner. We look for (a), then (b) in the net plugin NCCL already loaded
-// (NCCL_NET_PLUGIN, else libnccl-net.so; never loaded by us), and chain to the first one found.
-// In that library we take the tuner ABI version NCCL called us with (v5..v7: its init gets
+// nccl.conf (the first assignment in NCCL_CONF_FILE, else ~/.nccl.conf, then /etc/nccl.conf) that
+// the environment overrode, or libnccl-tuner.so when nccl.conf names none, and (b) when that
+// library does not open (or is ours), the net plugin's tuner in the net plugin NCCL already
+// loaded (NCCL_NET_PLUGIN, else libnccl-net.so; never loaded by us). "none" there, or a library
+// that opens without a tuner struct, means no tuner, as in NCCL. We chain to what NCCL would have
+// loaded. In that library we take the tuner ABI version NCCL called us with (v5..v7: its init gets
 // exactly NCCL's arguments), else the newest of v4, v3, v2 it exports, called through its own
-// ABI (tuner/chained_tuner.h), as NCCL would have called it. Our own object is never a candidate.
+// ABI (tuner/chained_tuner.h), as NCCL would have called it. Our own object, or another copy of
+// nccl-lamport, is never a candidate.
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace nccl_lamport {
 
@@ -28,8 +32,13 @@ struct DisplacedTuner {
  *  this object's path (skipped). */
 DisplacedTuner displacedTuner(int ncclAbiVersion, const std::string& ourPath);
 
-/** The NCCL_TUNER_PLUGIN value an nccl.conf text sets ("" if none): "KEY=VALUE" lines, '#'
- *  comments, the last assignment wins. */
-std::string tunerPluginFromConf(const std::string& confText);
+/** True when an nccl.conf text assigns NCCL_TUNER_PLUGIN, as NCCL reads it (src/misc/param.cc):
+ *  "KEY=VALUE" lines, KEY exactly what precedes '=', '#' in column 0 a comment, the first
+ *  assignment wins. *value: what it assigns (possibly ""). */
+bool tunerPluginInConf(const std::string& confText, std::string* value);
+
+/** The library names NCCL tries for a plugin value, in order (src/plugin/plugin_open.cc): the
+ *  value, then lib<prefix>-<value>.so unless it has a '/' or starts with "lib" and ends ".so". */
+std::vector<std::string> pluginLibraryNames(const std::string& value, const char* prefix);
 
 }  // namespace nccl_lamport

@@ -174,7 +174,13 @@ ncclResult_t tunerFinalize(void* context) noexcept {
   if (ctx != nullptr && ctx->ncclSlot != nullptr && tunerActivationCommFinalize != nullptr) {
     tunerActivationCommFinalize(ctx->ncclSlot);
   }
-  if (ctx != nullptr) chainedFinalize(ctx->chained);
+  if (ctx != nullptr) {
+    try {
+      chainedFinalize(ctx->chained);
+    } catch (...) {
+      // The displaced tuner's finalize threw: nothing may cross the C ABI (this is noexcept).
+    }
+  }
   delete ctx;
   return ncclSuccess;
 }

@@ -5,16 +5,20 @@
 // cases against fakes that export only tuner ABI v4, v3 or v2 (tuner/chained_tuner.h adapts).
 #include <dlfcn.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "tuner/abi/tuner_abi.h"
 #include "tuner/chained_tuner.h"
 #include "tuner/displaced_tuner.h"
+#include "tuner/tuner_impl.h"
 
 namespace nccl_lamport {
 namespace {
@@ -159,11 +163,101 @@ TEST(DisplacedTuner, AV2ChoiceBecomesTheCheapestEntryAndNothingElse) {
   EXPECT_EQ(gV2.sawNvls, 1);
 }
 
+// nccl.conf read as NCCL reads it (src/misc/param.cc): setenv without overwrite, so the first
+// assignment wins; the variable is exactly what precedes '=' (no trimming); '#' only in column 0.
 TEST(DisplacedTuner, ConfParsing) {
-  EXPECT_EQ(tunerPluginFromConf(""), "");
-  EXPECT_EQ(tunerPluginFromConf("NCCL_DEBUG=INFO\n"), "");
-  EXPECT_EQ(tunerPluginFromConf("# NCCL_TUNER_PLUGIN=no\n NCCL_TUNER_PLUGIN = ofi \nX=1\n"), "ofi");
-  EXPECT_EQ(tunerPluginFromConf("NCCL_TUNER_PLUGIN=a\nNCCL_TUNER_PLUGIN=/opt/b.so\n"), "/opt/b.so");
+  std::string value = "untouched";
+  EXPECT_FALSE(tunerPluginInConf("", &value));
+  EXPECT_FALSE(tunerPluginInConf("NCCL_DEBUG=INFO\n", &value));
+  EXPECT_EQ(value, "untouched");
+  EXPECT_TRUE(tunerPluginInConf("# NCCL_TUNER_PLUGIN=no\nNCCL_TUNER_PLUGIN=ofi\r\nX=1\n", &value));
+  EXPECT_EQ(value, "ofi");
+  EXPECT_TRUE(tunerPluginInConf("NCCL_TUNER_PLUGIN=a\nNCCL_TUNER_PLUGIN=/opt/b.so\n", &value));
+  EXPECT_EQ(value, "a");
+  // " NCCL_TUNER_PLUGIN " and "NCCL_TUNER_PLUGIN " are other variables to NCCL, not this one.
+  EXPECT_FALSE(tunerPluginInConf(" NCCL_TUNER_PLUGIN = ofi \nNCCL_TUNER_PLUGIN =x\n", &value));
+  // Set but empty is set (NCCL then loads libnccl-tuner.so, and a later file cannot override it).
+  EXPECT_TRUE(tunerPluginInConf("NCCL_TUNER_PLUGIN=\nNCCL_TUNER_PLUGIN=b\n", &value));
+  EXPECT_EQ(value, "");
+}
+
+// The names NCCL tries for a value (src/plugin/plugin_open.cc): the prefixed form is skipped only
+// for a path or a name that both starts with "lib" and ends with ".so".
+TEST(DisplacedTuner, PluginNames) {
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(pluginLibraryNames("ofi", "nccl-tuner"), (Names{"ofi", "libnccl-tuner-ofi.so"}));
+  EXPECT_EQ(pluginLibraryNames("libofi.so", "nccl-tuner"), (Names{"libofi.so"}));
+  EXPECT_EQ(pluginLibraryNames("/opt/t.so", "nccl-tuner"), (Names{"/opt/t.so"}));
+  EXPECT_EQ(pluginLibraryNames("libofi", "nccl-tuner"), (Names{"libofi", "libnccl-tuner-libofi.so"}));
+}
+
+// NCCL_TUNER_PLUGIN=none (in any case) in the nccl.conf NCCL reads turns every tuner off, the
+// net plugin's included (src/plugin/tuner.cc): nothing may answer behind ours.
+TEST(DisplacedTuner, NoneInNcclConfTurnsTheNetPluginsTunerOffToo) {
+  void* plugin = dlopen(getenv("NCCL_NET_PLUGIN"), RTLD_NOW | RTLD_LOCAL);  // loaded, as by NCCL
+  ASSERT_NE(plugin, nullptr) << dlerror();
+  EXPECT_EQ((driveOnce<abi::TunerV6, abi::TunerConstantsV6>(ncclTunerPlugin_v6)), 5.0f);
+  EXPECT_EQ(displacedCalls(plugin)[0], 0);
+}
+
+// A library nccl.conf names that opens but exports no tuner NCCL can use ends NCCL's search
+// ("External tuner plugin ... is unsupported"): the net plugin's tuner is not loaded either.
+TEST(DisplacedTuner, ANamedLibraryWithoutATunerEndsTheSearch) {
+  void* plugin = dlopen(getenv("NCCL_NET_PLUGIN"), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(plugin, nullptr) << dlerror();
+  EXPECT_EQ((driveOnce<abi::TunerV6, abi::TunerConstantsV6>(ncclTunerPlugin_v6)), 5.0f);
+  EXPECT_EQ(displacedCalls(plugin)[0], 0);
+}
+
+// NCCL_CONF_FILE replaces ~/.nccl.conf (only /etc/nccl.conf is read besides it): a tuner named in
+// ~/.nccl.conf is not what NCCL would load, so it is not chained.
+TEST(DisplacedTuner, NcclConfFileReplacesTheHomeConf) {
+  ASSERT_NE(getenv("NCCL_CONF_FILE"), nullptr);
+  EXPECT_EQ((driveOnce<abi::TunerV6, abi::TunerConstantsV6>(ncclTunerPlugin_v6)), 5.0f);
+  EXPECT_EQ(dlopen(FAKE_DISPLACED_TUNER, RTLD_NOW | RTLD_NOLOAD), nullptr);
+}
+
+// With no NCCL_TUNER_PLUGIN in any nccl.conf, NCCL loads libnccl-tuner.so (by the library search
+// path) before the net plugin's tuner; naming ours displaces it, so it keeps answering.
+TEST(DisplacedTuner, TheDefaultTunerLibraryKeepsAnswering) {
+  EXPECT_EQ((driveOnce<abi::TunerV6, abi::TunerConstantsV6>(ncclTunerPlugin_v6)), 0.0f);
+  void* fake = dlopen("libnccl-tuner.so", RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(fake, nullptr) << "libnccl-tuner.so was not loaded";
+  EXPECT_EQ(displacedCalls(fake)[1], 1);
+}
+
+// nccl.conf names another copy of nccl-lamport (a site-wide install, while the environment names
+// a newer build): chaining it would run our tuner init twice per communicator, the second one
+// hooking the first copy's exported entry points. Another copy of ours is never a candidate.
+TEST(DisplacedTuner, AnotherCopyOfOursIsNeverChained) {
+  ASSERT_NE(getenv("NCCL_CONF_FILE"), nullptr);
+  const DisplacedTuner found = displacedTuner(6, ownObjectPath());
+  EXPECT_EQ(found.table, nullptr) << found.source;
+  EXPECT_EQ(displacedTuner(7, ownObjectPath()).table, nullptr);
+}
+
+// A displaced tuner whose finalize throws: nothing may cross the C ABI (or end the process
+// through our noexcept finalize); ours still frees its context.
+ncclResult_t throwingFinalize(void*) { throw std::runtime_error("displaced finalize"); }
+ncclResult_t v7GetCollInfo(void*, abi::TunerFunc, size_t, int, float**, int, int, int, int*) { return ncclSuccess; }
+ncclResult_t v7Init(void**, uint64_t, size_t, size_t, abi::TunerLogger, abi::NvlDomainInfoV7*,
+                    abi::TunerConstantsV7*) {
+  return ncclSuccess;
+}
+const abi::TunerV7 kThrowingV7{"throws", v7Init, v7GetCollInfo, throwingFinalize, nullptr};
+
+TEST(DisplacedTuner, AThrowingDisplacedFinalizeIsContained) {
+  EXPECT_EXIT(
+      {
+        void* context = nullptr;
+        tunerInit(TunerCommInfo{}, nullptr, &context);
+        if (context == nullptr) _exit(2);
+        auto* ctx = static_cast<TunerContext*>(context);
+        ctx->chained.abiVersion = 7;
+        ctx->chained.table = &kThrowingV7;
+        _exit(ncclTunerPlugin_v7.finalize(context) == ncclSuccess ? 0 : 1);
+      },
+      testing::ExitedWithCode(0), "");
 }
 
 }  // namespace
