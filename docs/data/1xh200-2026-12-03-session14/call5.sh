@@ -6,6 +6,8 @@
 #    to hook after an unhooked resolve must leave untouched.
 #  - 4bdbf11 (bench): --loopback 2 with --csv and --json (written through the new
 #    replace-whole writer); a one-GPU --tune is refused with status 2.
+#  - 62d6657 (tuner): the displaced-tuner search follows NCCL's rules (no nccl.conf there: it now
+#    also tries libnccl-tuner.so, absent, so nothing is chained); the tuner part covers it.
 #  - 928efa7 (tests/gpu_suite.sh): part gtest prints how many GPU tests passed (expect > 0: PASS).
 # Expect: gtest PASS with "N GPU tests passed", pynccl PASS, tuner PASS (entry points hooked,
 # Lamport one-shot ON on both ranks), loopback rc 0 with both files parsed, --tune rc 2.
