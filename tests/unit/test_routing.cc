@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 #include "kernels/lamport_allreduce.h"
 #include "tuner/routing.h"
@@ -251,6 +252,95 @@ TEST(RoutingTwoShotTest, AgreedBoundIsOffByDefaultClampedAndAboveTheOneShot) {
   EXPECT_EQ(agreedTwoShotMaxBytes(8, 90, 128 * kKiB, 256 * kKiB, 4 * kMiB), 0u) << "not above the one-shot";
   EXPECT_EQ(agreedTwoShotMaxBytes(2, 90, 8 * kMiB, 256 * kKiB, 4 * kMiB), 0u);
   EXPECT_EQ(agreedTwoShotMaxBytes(3, 90, 8 * kMiB, 256 * kKiB, 4 * kMiB), 0u);
+}
+
+}  // namespace
+}  // namespace nccl_lamport
+
+namespace nccl_lamport {
+namespace {
+
+// Breaker sweep (routing review): whatever path routeAllReduce picks on a communicator's agreed
+// table (settleVerdict: oneShotMaxBytes = agreed slot, twoShotMaxBytes = agreedTwoShotMaxBytes),
+// the call passes the launcher's own checks (kernels/lamport_oneshot.cu, argsValid): one-shot
+// count <= slot / elem; two-shot 2 * ceil(vectors / nRanks) * 16 <= slot and at most 2^31 vectors.
+// Covers non-power-of-two ranks, fp16/bf16 byte counts that are no multiple of 16, knob extremes
+// (1, 15, 16, 17, just around the capacity, huge) and counts smaller than nRanks.
+bool kernelAccepts(AllReducePath path, int nRanks, size_t slot, size_t elem, size_t count) {
+  if (slot == 0 || slot % 16 != 0 || slot > UINT32_MAX - 15) return false;
+  if (path == AllReducePath::kLamportOneShot) return count <= slot / elem;
+  const size_t vectors = (count * elem + 15) / 16;
+  const size_t chunk = (vectors + nRanks - 1) / nRanks;
+  return count <= (size_t{1} << 31) * 16 / elem && 2 * chunk * 16 <= slot;
+}
+
+TEST(RoutingSweep, EveryRoutedCallFitsTheAgreedSlot) {
+  const ncclDataType_t types[] = {ncclFloat32, ncclFloat16, ncclBfloat16};
+  for (int nRanks : {2, 3, 4, 5, 6, 7, 8, 9, 16, 72}) {
+    for (size_t slot : {size_t{16}, size_t{32}, size_t{48}, size_t{64}, size_t{80}, size_t{4080}, 256 * kKiB,
+                        512 * kKiB + 16, 16 * kMiB, 256 * kMiB}) {
+      const size_t cap = twoShotCapacityBytes(nRanks, slot);
+      for (size_t twoShotKnob : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, slot, slot + 1, cap - 1 + (cap == 0),
+                                 cap, cap + 1, cap + 16, kSizeMax}) {
+        RoutingTable table;
+        table.oneShotMaxBytes = slot;
+        table.twoShotMaxBytes = agreedTwoShotMaxBytes(nRanks, 90, twoShotKnob, slot, slot);
+        for (ncclDataType_t type : types) {
+          const size_t elem = lamportElementSize(type);
+          std::vector<size_t> counts;
+          for (size_t c = 1; c <= 3 * static_cast<size_t>(nRanks) + 3; ++c) counts.push_back(c);
+          for (size_t bound : {table.oneShotMaxBytes, table.twoShotMaxBytes}) {
+            for (size_t d = 0; d < 3; ++d) {
+              counts.push_back(bound / elem + d);
+              if (bound / elem >= d) counts.push_back(bound / elem - d);
+            }
+          }
+          for (size_t count : counts) {
+            for (ncclRedOp_t op : {ncclSum, ncclAvg}) {
+              const AllReducePath path = routeAllReduce(table, true, nRanks, type, op, count);
+              if (path == AllReducePath::kNccl) continue;
+              EXPECT_TRUE(kernelAccepts(path, nRanks, slot, elem, count))
+                  << "nRanks " << nRanks << " slot " << slot << " knob " << twoShotKnob << " type " << type
+                  << " count " << count << " path " << static_cast<int>(path);
+              if (path == AllReducePath::kLamportTwoShot) EXPECT_GE(nRanks, kTwoShotMinRanks);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// The two-shot bound stays under the launcher's 2^31-vector limit (argsValid: the kernel counts
+// vectors in uint32_t), not only under the slot. Reachable only with more than 16 ranks, a slot
+// near the 4 GiB layout limit and NCCL_LAMPORT_TWOSHOT_MAX_BYTES >= 32 GiB: a routed call was then
+// refused by the launcher (ncclUnhandledCudaError instead of NCCL's answer). Failed before the fix
+// of session 14 (tuner/routing.cc, twoShotCapacityBytes).
+TEST(RoutingSweep, TwoShotBoundStaysUnderTheLaunchersVectorLimit) {
+  const size_t largestSlot = (size_t{UINT32_MAX} - 15) / 16 * 16;  // layoutValid's limit
+  for (int nRanks : {17, 32, 72}) {
+    const size_t bound = agreedTwoShotMaxBytes(nRanks, 90, kSizeMax, largestSlot, largestSlot);
+    for (ncclDataType_t type : {ncclFloat32, ncclFloat16, ncclBfloat16}) {
+      const size_t elem = lamportElementSize(type);
+      EXPECT_LE(bound / elem, (size_t{1} << 31) * 16 / elem) << nRanks << " ranks, type " << type;
+    }
+  }
+}
+
+// The one-shot knob as prepareLocal applies it: min(knob or built-in, capSlot), rounded up to 16.
+// capSlot is a multiple of 16 (maxSlotBytesForCap), so the rounding never passes the clamp.
+TEST(RoutingSweep, RoundingUpNeverPassesTheWorkspaceClamp) {
+  for (int nRanks : {2, 3, 5, 7, 8}) {
+    for (size_t capSlot : {size_t{0}, size_t{16}, size_t{32}, 4 * kKiB, 256 * kKiB, 21 * kMiB + 16}) {
+      for (size_t knob : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, capSlot - 1 + (capSlot == 0),
+                          capSlot, capSlot + 1, kSizeMax}) {
+        const size_t max = makeRoutingTable(nRanks, 90, knob, capSlot).oneShotMaxBytes;
+        const size_t slot = (max + 15) / 16 * 16;
+        EXPECT_LE(slot, capSlot) << nRanks << " " << capSlot << " " << knob;
+        EXPECT_GE(slot, max);
+      }
+    }
+  }
 }
 
 }  // namespace
