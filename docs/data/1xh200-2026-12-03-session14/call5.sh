@@ -8,6 +8,8 @@
 #    replace-whole writer); a one-GPU --tune is refused with status 2.
 #  - 62d6657 (tuner): the displaced-tuner search follows NCCL's rules (no nccl.conf there: it now
 #    also tries libnccl-tuner.so, absent, so nothing is chained); the tuner part covers it.
+#  - ec39cd3 (tuner/routing): the two-shot bound's new cap at 2^31 vectors changes nothing at 2
+#    ranks; every routed call in the gtest and tuner parts goes through it.
 #  - 928efa7 (tests/gpu_suite.sh): part gtest prints how many GPU tests passed (expect > 0: PASS).
 # Expect: gtest PASS with "N GPU tests passed", pynccl PASS, tuner PASS (entry points hooked,
 # Lamport one-shot ON on both ranks), loopback rc 0 with both files parsed, --tune rc 2.
