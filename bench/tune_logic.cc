@@ -5,14 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/crossover.h"
+#include "kernels/lamport_layout.h"  // kLamportVectorBytes: the slot unit the one-shot bound is rounded to
 
 namespace nccl_lamport::bench {
-
-namespace {
-
-constexpr size_t kSlotBytes = 16;  // the plugin's one-shot bound: at least one slot, 16-byte multiples
-
-}  // namespace
 
 std::string tuneRankProblem(int nRanks) {
   if (nRanks >= 2) return "";
@@ -20,12 +15,12 @@ std::string tuneRankProblem(int nRanks) {
          "): one rank always takes NCCL, and the plugin reads a tuning file only for 2 or more";
 }
 
-size_t twoShotSweepOneShotBound(size_t oneShotMaxBytes) { return std::max(oneShotMaxBytes, kSlotBytes); }
+size_t twoShotSweepOneShotBound(size_t oneShotMaxBytes) { return std::max(oneShotMaxBytes, kLamportVectorBytes); }
 
 std::vector<SizeSpec> twoShotSweepSizes(const std::vector<SizeSpec>& sizes, size_t oneShotMaxBytes) {
   // The plugin rounds the one-shot bound up to whole slots; sizes up to it still take the one-shot,
   // and a one-shot row would end the two-shot scan of estimateCrossover at once.
-  const size_t bound = (twoShotSweepOneShotBound(oneShotMaxBytes) + kSlotBytes - 1) / kSlotBytes * kSlotBytes;
+  const size_t bound = (twoShotSweepOneShotBound(oneShotMaxBytes) + kLamportVectorBytes - 1) / kLamportVectorBytes * kLamportVectorBytes;
   std::vector<SizeSpec> above;
   for (const SizeSpec& size : sizes) {
     if (size.bytes > bound) above.push_back(size);

@@ -186,6 +186,28 @@ static void untouched(void) {
   CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy");
 }
 
+/* One allreduce on comm (it binds a set-up made in the tuner's init to the handle), then what the
+ * extension API says of the communicator, as "known|eligible|reason", in out. */
+static void verdictAfterOneCall(ncclComm_t comm, char* out, size_t size) {
+  float x = 0;
+  CHECK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess, "allreduce");
+  const ncclLamportCommInfo_t info = infoOf(comm);
+  snprintf(out, size, "%d|%d|%s", info.known, info.eligible, info.reason);
+}
+
+/* The body of a forked rank of the 2-rank communicator `tag`: its verdict after one call, one
+ * line on fd; then it destroys the communicator and exits. */
+static void rankWritesVerdict(int tag, int rank, int fd) {
+  ncclComm_t comm = createRanked(tag, 2, rank);
+  char line[256];
+  verdictAfterOneCall(comm, line, sizeof(line) - 1);
+  strcat(line, "\n");
+  const size_t n = strlen(line);
+  CHECK(write(fd, line, n) == (ssize_t)n, "write");
+  CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy");
+  _exit(0);
+}
+
 /* Two forked ranks of one 2-rank communicator (the same unique id): the set-up inside the tuner's
  * init meets over the host rendezvous; without a GPU both ranks must come out not accelerated
  * with the same reason, found through the handle. "alone": one rank of two: the rendezvous
@@ -197,15 +219,7 @@ static void pair(int ranks) {
   for (int r = 0; r < ranks; ++r) {
     if (fork() == 0) {
       close(fds[0]);
-      ncclComm_t comm = createRanked(tag, 2, r);
-      float x = 0;
-      CHECK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess, "allreduce");
-      ncclLamportCommInfo_t info = infoOf(comm);
-      char line[256];
-      const int n = snprintf(line, sizeof(line), "%d|%d|%s\n", info.known, info.eligible, info.reason);
-      CHECK(write(fds[1], line, (size_t)n) == n, "write");
-      CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy");
-      _exit(0);
+      rankWritesVerdict(tag, r, fds[1]);
     }
   }
   close(fds[1]);
@@ -344,10 +358,7 @@ static void* concurrentRank(void* arg) {
   const int rank = (int)(intptr_t)arg;
   pthread_barrier_wait(&concurrentStart);
   ncclComm_t comm = createRanked(concurrentTag, 2, rank);
-  float x = 0;
-  CHECK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess, "allreduce");
-  const ncclLamportCommInfo_t info = infoOf(comm);
-  snprintf(concurrentReason[rank], sizeof(concurrentReason[rank]), "%d|%d|%s", info.known, info.eligible, info.reason);
+  verdictAfterOneCall(comm, concurrentReason[rank], sizeof(concurrentReason[rank]));
   CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy");
   return NULL;
 }
@@ -392,15 +403,7 @@ static void window(void) {
   CHECK(pipe(fds) == 0, "pipe");
   if (fork() == 0) {
     close(fds[0]);
-    ncclComm_t comm = createRanked(windowTag, 2, 1);
-    float x = 0;
-    CHECK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess, "allreduce");
-    const ncclLamportCommInfo_t info = infoOf(comm);
-    char line[256];
-    const int n = snprintf(line, sizeof(line), "%d|%d|%s", info.known, info.eligible, info.reason);
-    CHECK(write(fds[1], line, (size_t)n) == n, "write");
-    CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy");
-    _exit(0);
+    rankWritesVerdict(windowTag, 1, fds[1]);
   }
   close(fds[1]);
   pthread_t t;
@@ -408,14 +411,12 @@ static void window(void) {
   ncclComm_t first = create(windowTag + 1); /* installs the hooks in this process */
   pthread_join(t, NULL);
   CHECK(windowSeen == 1, "the install was never seen in progress");
-  float x = 0;
-  CHECK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, windowComm, NULL) == ncclSuccess, "allreduce");
-  const ncclLamportCommInfo_t info = infoOf(windowComm);
   char mine[256], peer[256] = {0};
-  snprintf(mine, sizeof(mine), "%d|%d|%s", info.known, info.eligible, info.reason);
+  verdictAfterOneCall(windowComm, mine, sizeof(mine));
   size_t got = 0;
   ssize_t n;
   while ((n = read(fds[0], peer + got, sizeof(peer) - 1 - got)) > 0) got += (size_t)n;
+  peer[strcspn(peer, "\n")] = '\0';
   int status = 0;
   wait(&status);
   CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "rank 1 failed");
