@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -74,6 +75,8 @@ struct LamportComm {
   std::mutex orderMutex;
   cudaStream_t lastStream = nullptr;
   bool hasLastStream = false;
+  /** The thread of the last launch: cudaStreamPerThread is another stream on every thread. */
+  std::thread::id lastThread;
   /** Capture id of the last launch (cudaStreamGetCaptureInfo), 0 if it was not captured. */
   unsigned long long lastCaptureId = 0;
   /** Recorded on the launch stream after every uncaptured launch: orders a call on another stream

@@ -3,11 +3,18 @@
 // The decision depends only on values identical on every rank (count, datatype, op, the
 // communicator's agreed state and routing table), never on pointers, streams, capture state or
 // timing, so ranks cannot diverge. Invalid arguments go to NCCL, so users see NCCL's own errors.
-// Inside ncclGroupStart/End our kernel is launched at call time, i.e. before the NCCL work of the
-// same group on that stream; this order is the same on every rank (README, "Groups").
+// Inside ncclGroupStart/End a call we take is launched at the outermost ncclGroupEnd, as NCCL
+// launches its own share of a group, but before that share: on every stream the group's Lamport
+// kernels come first, in call order, on every rank (README, "Groups"). A group ended by
+// ncclGroupSimulateEnd launches nothing: its calls are handed to NCCL's simulation instead.
 #include <cuda_runtime_api.h>
 
+#include <strings.h>
+
+#include <cstdlib>
 #include <mutex>
+#include <thread>
+#include <vector>
 
 #include "include/nccl_lamport.h"
 #include "kernels/lamport_allreduce.h"
@@ -53,7 +60,10 @@ bool captureIdOf(cudaStream_t stream, unsigned long long* id) {
  */
 void orderAfterPreviousCall(LamportComm& lc, cudaStream_t stream, unsigned long long captureId) {
   // A null stream is the legacy default stream, a real stream: only "no call yet" skips this.
-  if (!lc.hasLastStream || lc.lastStream == stream || lc.doneEvent == nullptr) return;
+  if (!lc.hasLastStream || lc.doneEvent == nullptr ||
+      sameStreamAsLastCall(lc.lastStream, lc.lastThread, stream, std::this_thread::get_id())) {
+    return;
+  }
   cudaError_t err = cudaErrorNotSupported;
   if (captureId == 0 && lc.lastCaptureId == 0) {
     err = cudaStreamWaitEvent(stream, lc.doneEvent, 0);
@@ -110,6 +120,7 @@ ncclResult_t launchLamport(LamportComm& lc, AllReducePath path, const void* send
     err = launchLamportOneShot(args, stream);
     if (err == cudaSuccess) {
       lc.lastStream = stream;
+      lc.lastThread = std::this_thread::get_id();
       lc.hasLastStream = true;
       lc.lastCaptureId = captureId;
       // Uncaptured: the completion mark tear-down and the next call on another stream wait on.
@@ -133,7 +144,87 @@ ncclResult_t launchLamport(LamportComm& lc, AllReducePath path, const void* send
   return ncclSuccess;
 }
 
+/** A Lamport allreduce taken inside ncclGroupStart/End: launched at the outermost ncclGroupEnd. */
+struct GroupedAllReduce {
+  std::shared_ptr<LamportComm> lc;
+  AllReducePath path;
+  const void* sendbuff;
+  void* recvbuff;
+  size_t count;
+  ncclDataType_t datatype;
+  ncclRedOp_t op;
+  cudaStream_t stream;
+};
+
+// NCCL's group state is per thread (ncclGroupDepth is thread-local), so is this list.
+thread_local std::vector<GroupedAllReduce> tGroupedAllReduces;
+
+/** False when NCCL, with pointer checks on, would refuse ptr for lc (NCCL 2.28
+ *  src/misc/argcheck.cc, CudaPtrCheck): no device address, or device memory of another GPU. */
+bool pointerPassesNcclCheck(const LamportComm& lc, const void* ptr) {
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
+    cudaGetLastError();  // not sticky; keep it from surfacing in the user's next check
+    return false;
+  }
+  if (attr.devicePointer == nullptr) return false;
+  return attr.type != cudaMemoryTypeDevice || attr.device == lc.cudaDev;
+}
+
 }  // namespace
+
+bool ncclChecksPointers(const char* checkPointers, const char* checkMode) {
+  // NCCL_CHECK_POINTERS is an integer parameter (NCCL's ncclParam: strtoll, base 0) that counts
+  // only as 1; NCCL_CHECK_MODE (NCCL 2.29+) DEBUG_LOCAL and DEBUG_GLOBAL check pointers too.
+  if (checkPointers != nullptr && checkPointers[0] != '\0' && std::strtoll(checkPointers, nullptr, 0) == 1) {
+    return true;
+  }
+  return checkMode != nullptr && (strcasecmp(checkMode, "DEBUG_LOCAL") == 0 || strcasecmp(checkMode, "DEBUG_GLOBAL") == 0);
+}
+
+bool sameStreamAsLastCall(cudaStream_t lastStream, std::thread::id lastThread, cudaStream_t stream,
+                          std::thread::id thread) {
+  if (stream != lastStream) return false;
+  return stream != cudaStreamPerThread || thread == lastThread;
+}
+
+ncclResult_t launchGroupedAllReduces() noexcept try {
+  std::vector<GroupedAllReduce> calls;
+  calls.swap(tGroupedAllReduces);
+  ncclResult_t first = ncclSuccess;
+  for (const GroupedAllReduce& c : calls) {
+    ncclResult_t result;
+    if (CommRegistry::instance().find(c.lc->comm) != c.lc) {
+      // Destroyed or aborted inside its own group: its workspace may be unmapped already.
+      LAMPORT_WARN("ncclGroupEnd: comm %p rank %d was destroyed inside the group of its allreduce; that call "
+                   "is not run", static_cast<void*>(c.lc->comm), c.lc->reportedRank());
+      result = ncclInvalidArgument;
+    } else {
+      result = launchLamport(*c.lc, c.path, c.sendbuff, c.recvbuff, c.count, c.datatype, c.op, c.stream);
+    }
+    if (first == ncclSuccess) first = result;  // the others still launch: each has its own peers
+  }
+  return first;
+} catch (...) {
+  return resultOfException("ncclGroupEnd");
+}
+
+ncclResult_t simulateGroupedAllReduces() noexcept try {
+  static const auto real = REAL_NCCL(ncclAllReduce);
+  std::vector<GroupedAllReduce> calls;
+  calls.swap(tGroupedAllReduces);
+  ncclResult_t first = ncclSuccess;
+  for (const GroupedAllReduce& c : calls) {
+    // NCCL's group is still open: the call joins it, and ncclGroupSimulateEnd estimates it.
+    const ncclResult_t result = real == nullptr ? ncclSystemError
+                                                : real(c.sendbuff, c.recvbuff, c.count, c.datatype, c.op,
+                                                       c.lc->comm, c.stream);
+    if (first == ncclSuccess) first = result;
+  }
+  return first;
+} catch (...) {
+  return resultOfException("ncclGroupSimulateEnd");
+}
 
 AllReducePath pathFor(const LamportComm* lc, size_t count, ncclDataType_t datatype, ncclRedOp_t op) {
   if (lc == nullptr || !interposerEnabled()) return AllReducePath::kNccl;
@@ -180,10 +271,23 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvb
   // Null buffers are invalid arguments: NCCL reports them with its own code and message. So is a
   // communicator NCCL has marked failed (or has an operation in progress on): NCCL answers every
   // collective with that state first (ncclCommEnsureReady), so it gets the call.
+  // With NCCL's pointer checks on (read once, as NCCL reads them at init), a buffer NCCL would
+  // refuse goes to NCCL for its error instead of faulting in our kernel; this rank-local test
+  // can only differ between ranks for a call that is invalid anyway.
+  static const bool checkPointers = ncclChecksPointers(getenv("NCCL_CHECK_POINTERS"), getenv("NCCL_CHECK_MODE"));
   const AllReducePath path = pathFor(lc.get(), count, datatype, op);
-  if (path == AllReducePath::kNccl || sendbuff == nullptr || recvbuff == nullptr || !ncclReportsReady(comm)) {
+  if (path == AllReducePath::kNccl || sendbuff == nullptr || recvbuff == nullptr || !ncclReportsReady(comm) ||
+      (checkPointers && !(pointerPassesNcclCheck(*lc, sendbuff) && pointerPassesNcclCheck(*lc, recvbuff)))) {
     lc->ncclCalls.fetch_add(1, std::memory_order_relaxed);
     return real(sendbuff, recvbuff, count, datatype, op, comm, stream);
+  }
+  if (groupDepth() > 0) {
+    // An error the launch would report now, NCCL would report at ncclGroupEnd; ours is reported
+    // at once, as before the group.
+    const ncclResult_t asyncError = lamportAsyncError(*lc);
+    if (asyncError != ncclSuccess) return asyncError;
+    tGroupedAllReduces.push_back(GroupedAllReduce{lc, path, sendbuff, recvbuff, count, datatype, op, stream});
+    return ncclSuccess;
   }
   return launchLamport(*lc, path, sendbuff, recvbuff, count, datatype, op, stream);
 } catch (...) {

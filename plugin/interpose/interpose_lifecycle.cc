@@ -250,6 +250,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRan
     // A rank died and NCCL aborts the parent's in-flight work first: our kernels stop too, a
     // set-up still waiting for that rank is stopped rather than waited for, and NCCL owns the
     // parent's state from then on, so its later calls go to NCCL.
+    bindQueriedComm(comm);  // tuner activation: one not called yet must be handed over too
     cancelDeferredSetup(comm, CancelReason::kHandedToNccl);
     joinDeferredSetup(comm, kAbortWaitMs);
     handOverToNccl(comm);
@@ -268,6 +269,9 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) try {
   if (!interposerEnabled()) return real(comm);
   ncclResult_t result = ncclSuccess;
   if (waitForDeferredSetup(comm, [&] { return real(comm); }, &result) == PendingCall::kAnswered) return result;
+  // Tuner activation binds a communicator at its first call; one finalized before that would be
+  // bound later as if it were not, and its allreduces after the finalize taken by us.
+  bindQueriedComm(comm);
   // Only once NCCL has taken the finalize (done, or in progress on a non-blocking communicator):
   // one it refuses (an operation of its own still in progress) leaves the communicator as it was,
   // and marking it anyway would send this rank's allreduces to NCCL while its peers' run ours.
@@ -335,8 +339,15 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) try {
 
 NCCL_LAMPORT_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) try {
   REAL_OR_FAIL(ncclCommRevoke);
-  if (!interposerEnabled()) return real(comm, revokeFlags);
-  // NCCL stops every in-flight operation: stop ours too, and send every later call to NCCL.
+  if (!interposerEnabled() || comm == nullptr) return real(comm, revokeFlags);
+  // What NCCL refuses before it changes anything (NCCL 2.28 src/init.cc: flags other than
+  // NCCL_REVOKE_DEFAULT, a communicator already finalized or revoked) changes nothing of ours
+  // either: a live communicator handed over on this rank alone would hang its peers' next call.
+  bindQueriedComm(comm);  // tuner activation: one not called yet is handed over too
+  const std::shared_ptr<LamportComm> lc = CommRegistry::instance().find(comm);
+  if (revokeFlags != NCCL_REVOKE_DEFAULT || (lc != nullptr && lc->finalized.load())) return real(comm, revokeFlags);
+  // NCCL stops every in-flight operation: stop ours first (NCCL's revoke waits for the device),
+  // and send every later call to NCCL.
   cancelDeferredSetup(comm, CancelReason::kHandedToNccl);
   handOverToNccl(comm);
   return real(comm, revokeFlags);
@@ -410,21 +421,31 @@ static void endGroup(ncclResult_t result, bool runSetup) noexcept try {
   resultOfException("workspace set-up in ncclGroupEnd");  // NCCL's result stands
 }
 
+// NCCL's error wins; else a failed launch of ours; else NCCL's answer (ncclInProgress included).
+static ncclResult_t groupResult(ncclResult_t nccl, ncclResult_t ours) {
+  if (nccl != ncclSuccess && nccl != ncclInProgress) return nccl;
+  return ours != ncclSuccess ? ours : nccl;
+}
+
 NCCL_LAMPORT_EXPORT ncclResult_t ncclGroupEnd() try {
   REAL_OR_FAIL(ncclGroupEnd);
+  // The outermost end: the group's Lamport calls launch first, then NCCL's share of the group.
+  const ncclResult_t ours = tGroupDepth == 1 ? launchGroupedAllReduces() : ncclSuccess;
   ncclResult_t result = real();
   endGroup(result, /*runSetup=*/true);
-  return result;
+  return groupResult(result, ours);
 } catch (...) {
   return resultOfException("ncclGroupEnd");
 }
 
-// Ends a group without running it: nothing was created, so nothing is set up.
+// Ends a group without running it: nothing was created, so nothing is set up, and the group's
+// Lamport calls go to NCCL's estimate instead of running.
 NCCL_LAMPORT_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) try {
   REAL_OR_FAIL(ncclGroupSimulateEnd);
+  const ncclResult_t ours = tGroupDepth == 1 ? simulateGroupedAllReduces() : ncclSuccess;
   ncclResult_t result = real(simInfo);
   endGroup(result, /*runSetup=*/false);
-  return result;
+  return groupResult(result, ours);
 } catch (...) {
   return resultOfException("ncclGroupSimulateEnd");
 }

@@ -6,7 +6,8 @@
 #   test_gpu_singleprocess  one process drives every GPU (ncclCommInitAll / grouped init and calls)
 #   test_gpu_threads        one thread per GPU (plain and grouped-per-thread)
 #   test_gpu_lifecycle      two streams on one comm, abort/finalize/destroy, create-destroy leaks (forked ranks)
-#   test_gpu_groups         allreduce in groups with allgather/send/recv, two comms, nesting, graphs (forked ranks)
+#   test_gpu_groups         allreduce in groups with allgather/send/recv, two comms, nesting, graphs, simulated
+#                           groups, work queued before ncclGroupEnd (forked ranks)
 #   test_gpu_comm_kinds     split/shrink/scalable/non-blocking/revoke comms, 3 comms x 2 threads (forked ranks;
 #                           one test forks a single process that drives both GPUs)
 #
@@ -84,6 +85,9 @@ if(TARGET nccl-lamport AND TARGET lamport_launcher)
     set(sources ${CMAKE_CURRENT_LIST_DIR}/test_gpu_${pattern}.cc)
     if(pattern STREQUAL "comm_kinds")  # one executable, two files (non-blocking comms apart)
       list(APPEND sources ${CMAKE_CURRENT_LIST_DIR}/test_gpu_comm_kinds_nonblocking.cc)
+    endif()
+    if(pattern STREQUAL "groups")  # and when a grouped call launches (simulated groups, queued work)
+      list(APPEND sources ${CMAKE_CURRENT_LIST_DIR}/test_gpu_group_launch.cc)
     endif()
     lamport_gpu_objects(test_gpu_${pattern}_objects ${sources})
     set(objects $<TARGET_OBJECTS:test_gpu_${pattern}_objects> $<TARGET_OBJECTS:lamport_gpu_test_support>)

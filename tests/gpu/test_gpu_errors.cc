@@ -47,6 +47,7 @@ TEST(Errors, InvalidArgumentsGiveNcclsResultCode) {
   const ForkOptions options = twoRanks(120, {{"NCCL_CHECK_POINTERS", "1"}, {"NCCL_CHECK_MODE", "DEBUG_LOCAL"}});
   LAMPORT_RUN_FORKED(options, [](Harness& h, RankContext&) {
     RankSlot& s = h.slots[0];
+    std::vector<float> host(1024, 1.0f);
     void* buf = nullptr;
     if (cudaMalloc(&buf, 4096) != cudaSuccess || cudaMemset(buf, 0, 4096) != cudaSuccess) {
       h.fail(s, "cudaMalloc");
@@ -69,6 +70,10 @@ TEST(Errors, InvalidArgumentsGiveNcclsResultCode) {
         {"op ncclNumOps (no user op created)", buf, buf, ncclFloat32, static_cast<ncclRedOp_t>(ncclNumOps), s.comm},
         {"op -1", buf, buf, ncclFloat32, static_cast<ncclRedOp_t>(-1), s.comm},
         {"comm nullptr", buf, buf, ncclFloat32, ncclSum, nullptr},
+        // Pageable host memory: NCCL's pointer check refuses it; a kernel of ours would fault on
+        // it (or, where the device can reach pageable memory, run a call NCCL refuses).
+        {"sendbuff in pageable host memory", host.data(), buf, ncclFloat32, ncclSum, s.comm},
+        {"recvbuff in pageable host memory", buf, host.data(), ncclBfloat16, ncclSum, s.comm},
     };
     for (const Case& c : cases) {
       // NCCL first: if it accepted the call there would be nothing to compare with (and a fault).

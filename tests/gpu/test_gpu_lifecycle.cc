@@ -8,7 +8,8 @@
 //    NCCL's own device wait ends) while a Lamport kernel of another communicator of the same GPU
 //    waits for a peer that never comes, and ncclCommAbort of that one releases its kernel.
 //  - FinalizeThenDestroy: ncclCommFinalize and ncclCommDestroy of accelerated communicators
-//    succeed; after finalize every call is routed to NCCL.
+//    succeed; after finalize every call is routed to NCCL, also for a communicator finalized
+//    before its first call.
 //  - AbortWithStuckPeerCycles: 200 aborts of an accelerated communicator (half of them with a
 //    Lamport call whose peer never comes, half with no Lamport call) beside other busy work give
 //    back device memory, host memory, fds and threads.
@@ -221,6 +222,21 @@ TEST(Lifecycle, FinalizeThenDestroy) {
       all[i]->checkNoAsyncError(names[i]);
       all[i]->checkCounters(names[i]);
     }
+    // E: finalized before its first call or query (under tuner activation a communicator is bound
+    // at its first call: the finalize must bind it, or a later call would take it as live).
+    ncclComm_t commE = nullptr;
+    if (ncclCommSplit(slot.comm, 0, slot.rank, &commE, nullptr) != ncclSuccess || commE == nullptr) {
+      return failf(h, "ncclCommSplit (E) failed");
+    }
+    ncclResult_t finalizedE = ncclInternalError;
+    timedOnThread(h, "ncclCommFinalize(E)", 30, [&] { finalizedE = ncclCommFinalize(commE); });
+    if (finalizedE != ncclSuccess) failf(h, "ncclCommFinalize(E) returned %d", finalizedE);
+    ncclLamportPath_t pathE = ncclLamportPathOneShot;
+    ncclLamportGetAllReducePath(commE, 1024, ncclFloat32, ncclSum, &pathE);
+    if (pathE != ncclLamportPathNccl) failf(h, "a communicator finalized before its first call would run on Lamport");
+    h.failures->addCheck();
+    timedOnThread(h, "ncclCommDestroy(E)", 30, [&] { ncclCommDestroy(commE); });
+
     ncclComm_t* const comms[] = {&slot.comm, &commC, &commD};
     for (int i = 0; i < 3; ++i) {  // blocking communicators: ncclSuccess, never ncclInProgress
       ncclResult_t rc = ncclInternalError;

@@ -46,3 +46,24 @@ gtest_discover_tests(test_activation_mode PROPERTIES LABELS cpu DISCOVERY_TIMEOU
 add_executable(test_comm_registry ${CMAKE_CURRENT_LIST_DIR}/test_comm_registry.cc)
 target_link_libraries(test_comm_registry PRIVATE lamport_internal GTest::gtest_main Threads::Threads)
 gtest_discover_tests(test_comm_registry PROPERTIES LABELS cpu DISCOVERY_TIMEOUT 60)
+
+# The interposer's per-call dispatch, groups and revoke (tests/unit/test_allreduce_dispatch.cc):
+# the wrappers linked in directly against a stand-in NCCL, no GPU. Run twice: as NCCL runs by
+# default, and with NCCL's pointer checks on.
+add_library(dispatch_stand_in_nccl SHARED ${CMAKE_CURRENT_LIST_DIR}/dispatch_stand_in_nccl.c)
+target_include_directories(dispatch_stand_in_nccl PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(dispatch_stand_in_nccl PRIVATE nccl_headers)
+set_target_properties(dispatch_stand_in_nccl PROPERTIES C_VISIBILITY_PRESET default)
+add_executable(test_allreduce_dispatch
+  ${CMAKE_CURRENT_LIST_DIR}/test_allreduce_dispatch.cc
+  ${PROJECT_SOURCE_DIR}/plugin/interpose/interpose_allreduce.cc
+  ${PROJECT_SOURCE_DIR}/plugin/interpose/interpose_lifecycle.cc
+  ${PROJECT_SOURCE_DIR}/plugin/abi/lamport_api.cc
+  ${PROJECT_SOURCE_DIR}/plugin/hooks/tuner_activation.cc)
+target_include_directories(test_allreduce_dispatch PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include)
+target_link_libraries(test_allreduce_dispatch PRIVATE lamport_internal dispatch_stand_in_nccl CUDA::cudart_static
+                      GTest::gtest_main Threads::Threads ${CMAKE_DL_LIBS})
+gtest_discover_tests(test_allreduce_dispatch PROPERTIES LABELS cpu DISCOVERY_TIMEOUT 60)
+add_test(NAME allreduce_dispatch.pointer_checks_on
+         COMMAND test_allreduce_dispatch --gtest_filter=Dispatch.WithPointerChecksOnABufferNcclWouldRefuseGoesToNccl)
+set_tests_properties(allreduce_dispatch.pointer_checks_on PROPERTIES LABELS cpu ENVIRONMENT NCCL_CHECK_POINTERS=1)
