@@ -156,8 +156,8 @@ constexpr int kCachedDevices = 64;
 constexpr int kVariants = 3 * 2 * 4 * kKernelsPerSlot * kThreadSlots + 2 * 3 * kLamportFastShapeSlots * kThreadSlots;
 // Grid limit per (device, variant); 0 = not computed yet. Written once, read on every launch.
 std::atomic<int> gResidentBlocks[kCachedDevices][kVariants];
-// Compute capability major per device + 1 (0 = not queried yet): PDL needs sm_90+.
-std::atomic<int> gSmMajor[kCachedDevices];
+// Per device: 0 = not queried yet, 1 = no PDL, 2 = PDL usable (deviceSupportsPdl).
+std::atomic<int> gPdlUsable[kCachedDevices];
 
 /** Launch shape of one call: the kernel, its block size and whether it uses PDL. */
 struct LaunchShape {
@@ -252,16 +252,31 @@ LaunchShape fastPassShape(const LamportOneShotArgs& args, const LaunchShape& bas
   return shape;
 }
 
-/** True when `device` can take programmatic dependent launches (sm_90+). */
+/**
+ * True when launches on `device` may be programmatic dependent ones: the device is sm_90+ AND the
+ * kernels it runs were compiled for a virtual architecture of 90 or more. griddepcontrol.wait is
+ * compiled out below __CUDA_ARCH__ 900, so a build without sm_90+ code (e.g. only sm_80, JIT-
+ * compiled from its PTX on an H100) has no wait, and a PDL launch of it could read sendbuff and
+ * the rotation state before the previous kernel on the stream has finished. Cached per device.
+ */
 bool deviceSupportsPdl(int device) {
   if (device >= 0 && device < kCachedDevices) {
-    const int cached = gSmMajor[device].load(std::memory_order_relaxed);
-    if (cached > 0) return cached - 1 >= 9;
+    const int cached = gPdlUsable[device].load(std::memory_order_relaxed);
+    if (cached > 0) return cached == 2;
   }
   int major = 0;
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return false;
-  if (device >= 0 && device < kCachedDevices) gSmMajor[device].store(major + 1, std::memory_order_relaxed);
-  return major >= 9;
+  bool usable = major >= 9;
+  if (usable) {
+    // Every kernel of the library comes from the same architecture list: one stands for all.
+    cudaFuncAttributes attributes{};
+    const OneShotKernel probe =
+        selectKernel(LamportDataType::kFloat32, LamportReduceOp::kSum, 2, LamportKernelVariant::kFast);
+    usable = cudaFuncGetAttributes(&attributes, probe) == cudaSuccess && attributes.ptxVersion >= 90;
+    cudaGetLastError();  // a failed query is not sticky; keep it from the caller's next check
+  }
+  if (device >= 0 && device < kCachedDevices) gPdlUsable[device].store(usable ? 2 : 1, std::memory_order_relaxed);
+  return usable;
 }
 
 /**

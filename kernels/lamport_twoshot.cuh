@@ -182,8 +182,13 @@ __global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
       for (int e = 0; e < kElems; ++e) acc[e] *= scale;
     }
     const LamportVec reduced = lamportSanitize<Codec>(Codec::pack(acc));
-    oneshot::publish<NRANKS>(args, nRanks, bufferOffset + chunkBytes + static_cast<size_t>(i) * kLamportVectorBytes,
-                             reduced);
+    // After a give-up the missing contributions read as the sentinel (-0.0, adding nothing): a
+    // partial sum. Peers must not gather it as the reduced chunk; without it they time out and
+    // report the error themselves (this rank's recvbuff is already void: its error flag is set).
+    if (!waiter.gaveUp) {
+      oneshot::publish<NRANKS>(args, nRanks, bufferOffset + chunkBytes + static_cast<size_t>(i) * kLamportVectorBytes,
+                               reduced);
+    }
     oneshot::storeOutput(args.recvbuff, bytes, v, reduced);
   }
 

@@ -118,6 +118,38 @@ TEST_P(GpuLamportTwoShot, GraphReplays) {
   }
 }
 
+// Ranks that give up (a peer never came in time) must not publish their partial chunk sums: a late
+// peer would gather them as the reduced chunks and finish with a wrong result and no error.
+TEST_P(GpuLamportTwoShot, AGiveUpPublishesNoPartialSum) {
+  SKIP_WITHOUT_GPU();
+  const int n = GetParam();
+  World w;
+  ASSERT_NO_FATAL_FAILURE(w.init(n, 1 << 20));
+  w.variant = LamportKernelVariant::kTwoShot;
+  w.timeoutNs = 50ull * 1000 * 1000;
+  const CallSpec c{LamportDataType::kFloat32, LamportReduceOp::kSum, 4096};
+  const std::vector<float> ones(c.count, 1.0f);
+  for (int r = 0; r < n; ++r) {
+    CUDA_ASSERT(cudaSetDevice(w.ranks[r].device));
+    CUDA_ASSERT(cudaMemcpy(w.ranks[r].send, ones.data(), c.count * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_ASSERT(cudaMemset(w.ranks[r].recv, 0xFF, c.count * sizeof(float)));
+  }
+  const int late = n - 1;
+  for (int r = 0; r < late; ++r) ASSERT_NO_FATAL_FAILURE(w.launch(r, w.args(r, w.ranks[r].send, w.ranks[r].recv, c)));
+  w.syncAll();  // every rank but `late` has given up on it
+  for (int r = 0; r < late; ++r) EXPECT_EQ(w.errorHost[r], static_cast<uint32_t>(kLamportTimedOut)) << "rank " << r;
+  ASSERT_NO_FATAL_FAILURE(w.launch(late, w.args(late, w.ranks[late].send, w.ranks[late].recv, c)));
+  w.syncAll();
+  std::vector<float> got(c.count);
+  CUDA_ASSERT(cudaSetDevice(w.ranks[late].device));
+  CUDA_ASSERT(cudaMemcpy(got.data(), w.ranks[late].recv, c.count * sizeof(float), cudaMemcpyDeviceToHost));
+  size_t wrong = 0;
+  for (float v : got) wrong += v != static_cast<float>(n);
+  // Either the late rank reports the failure itself, or every element it wrote is the full sum.
+  EXPECT_TRUE(w.errorHost[late] != 0 || wrong == 0)
+      << wrong << " of " << c.count << " elements are partial sums and the late rank reports no error";
+}
+
 INSTANTIATE_TEST_SUITE_P(Gpu, GpuLamportTwoShot, ::testing::Values(3, 4, 5, 8));
 
 }  // namespace
