@@ -12,6 +12,8 @@
 
 namespace nccl_lamport {
 
+class RoundDevice;
+
 /**
  * Shared between a deferred set-up and the wrappers that may end it. Every NCCL call the set-up
  * makes on its communicators holds ncclMutex and first checks `cancelled`; a wrapper that is
@@ -30,6 +32,8 @@ struct SetupOptions {
   bool nonBlocking = false;
   /** Null for set-ups on the user's thread (blocking communicators): nothing can cancel them. */
   SetupControl* control = nullptr;
+  /** The device side of the exchange rounds (plugin/comm/exchange_rounds.h); null: CUDA. */
+  RoundDevice* device = nullptr;
 };
 
 /**

@@ -13,6 +13,7 @@
 #include "plugin/comm/comm_teardown.h"
 #include "common/config.h"
 #include "plugin/comm/cuda_guards.h"
+#include "plugin/comm/exchange_rounds.h"
 #include "common/log.h"
 #include "plugin/loader/real_nccl.h"
 #include "plugin/comm/setup_state.h"
@@ -22,65 +23,6 @@
 namespace nccl_lamport {
 
 namespace {
-
-/** One grouped all-gather of `bytes` per rank over every state's communicator. */
-/** The grouped all-gather itself: under the control's mutex, skipped once cancelled. */
-ncclResult_t issueAllGather(std::vector<std::unique_ptr<SetupState>>& states, size_t bytes,
-                            const SetupOptions& options, ExchangeRound round) {
-  std::unique_lock<std::mutex> lock;
-  if (options.control != nullptr) {
-    lock = std::unique_lock<std::mutex>(options.control->ncclMutex);
-    if (options.control->cancelled.load()) return ncclInvalidUsage;
-  }
-  // A rank whose buffers could not even be allocated still has to take part, or its peers hang;
-  // NCCL itself is then unusable on this device, so the all-gather fails on every rank anyway.
-  ncclResult_t result = REAL_NCCL(ncclGroupStart)();
-  std::vector<ncclComm_t> comms;
-  for (auto& s : states) {
-    if (s->stream == nullptr || s->sendDev == nullptr || s->recvDev == nullptr) continue;
-    cudaSetDevice(s->lc->cudaDev);
-    ncclResult_t r = REAL_NCCL(ncclAllGather)(s->sendDev, s->recvDev, bytes, ncclUint8, s->comm, s->stream);
-    if (r != ncclSuccess && s->why.empty()) s->why = std::string("workspace exchange: ") + ncclErrorText(r);
-    comms.push_back(s->comm);
-  }
-  ncclResult_t endResult = REAL_NCCL(ncclGroupEnd)();
-  if (lock.owns_lock()) lock.unlock();
-  // Non-blocking communicators may still be enqueueing: the stream is not ready to wait on yet.
-  if (endResult == ncclInProgress && options.nonBlocking) endResult = waitUntilEnqueued(comms, options.control, round);
-  return result == ncclSuccess ? endResult : result;
-}
-
-template <typename Fill, typename Take>
-void groupedAllGather(std::vector<std::unique_ptr<SetupState>>& states, size_t bytes, const SetupOptions& options,
-                      ExchangeRound round, Fill fill, Take take) {
-  for (auto& s : states) {
-    if (s->stream == nullptr || s->sendDev == nullptr || s->recvDev == nullptr) continue;
-    cudaSetDevice(s->lc->cudaDev);
-    std::vector<char> host(bytes, 0);
-    guardedStep(*s, "workspace exchange", [&] { fill(*s, host.data()); });
-    cudaMemcpyAsync(s->sendDev, host.data(), bytes, cudaMemcpyHostToDevice, s->stream);
-  }
-  const ncclResult_t result = issueAllGather(states, bytes, options, round);
-  for (auto& s : states) {
-    if (s->stream == nullptr || s->sendDev == nullptr || s->recvDev == nullptr) {
-      if (s->why.empty()) s->why = "no device buffers for the workspace exchange";
-      continue;
-    }
-    cudaSetDevice(s->lc->cudaDev);
-    std::vector<char> host(bytes * s->lc->nRanks, 0);
-    cudaError_t err = cudaMemcpyAsync(host.data(), s->recvDev, host.size(), cudaMemcpyDeviceToHost, s->stream);
-    if (err == cudaSuccess) err = waitStream(s->stream, options.control, round);
-    if (result != ncclSuccess || err != cudaSuccess) {
-      if (s->why.empty()) {
-        s->why = std::string("workspace exchange failed: ") +
-                 (result != ncclSuccess ? ncclErrorText(result) : cudaGetErrorString(err));
-      }
-      s->proceed = false;
-      continue;
-    }
-    guardedStep(*s, "workspace exchange", [&] { take(*s, host.data()); });
-  }
-}
 
 void publish(SetupState& s, bool allOk) {
   settleVerdict(s, allOk);
@@ -143,7 +85,7 @@ void setupWorkspaces(const std::vector<ncclComm_t>& comms, const SetupOptions& o
   if (describing.owns_lock()) describing.unlock();
   for (auto& s : states) guardedStep(*s, "workspace allocation", [&] { prepareLocal(*s, config); });
 
-  groupedAllGather(
+  exchangeRound(
       states, sizeof(ExchangeRecord), options, ExchangeRound::kFirst, [](SetupState& s, char* out) { memcpy(out, &s.mine, sizeof(ExchangeRecord)); },
       [](SetupState& s, const char* in) {
         s.records.resize(s.lc->nRanks);
@@ -161,7 +103,7 @@ void setupWorkspaces(const std::vector<ncclComm_t>& comms, const SetupOptions& o
     if (s->proceed) guardedStep(*s, "preparing the kernels", [&] { finishLocal(*s); });
   }
 
-  groupedAllGather(
+  exchangeRound(
       states, sizeof(OkRecord), options, ExchangeRound::kSecond,
       [](SetupState& s, char* out) {
         OkRecord rec{};

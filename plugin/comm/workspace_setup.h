@@ -16,9 +16,9 @@
 //   4. round 2: all-gather of one "ok" word per rank; the communicator is accelerated only if
 //      every rank reported ok (SPEC 4.4).
 //
-// The rounds are driven here (workspace_setup.cc); steps 1 and 3 are this rank's workspace and
-// its peers' (workspace_mapping.h), the verdicts after each round are setup_verdict.h, and the
-// state they share is setup_state.h.
+// The steps are driven here (workspace_setup.cc); one round over NCCL is exchange_rounds.h,
+// steps 1 and 3 are this rank's workspace and its peers' (workspace_mapping.h), the verdicts
+// after each round are setup_verdict.h, and the state they share is setup_state.h.
 #pragma once
 
 #include <nccl.h>

@@ -1,0 +1,93 @@
+#include "plugin/comm/exchange_rounds.h"
+
+#include <mutex>
+#include <string>
+
+#include "plugin/loader/real_nccl.h"
+
+namespace nccl_lamport {
+
+namespace {
+
+class CudaRoundDevice : public RoundDevice {
+ public:
+  bool hasBuffers(const SetupState& s) override {
+    return s.stream != nullptr && s.sendDev != nullptr && s.recvDev != nullptr;
+  }
+  cudaError_t upload(SetupState& s, const void* host, size_t bytes) override {
+    return cudaMemcpyAsync(s.sendDev, host, bytes, cudaMemcpyHostToDevice, s.stream);
+  }
+  cudaError_t waitIdle(SetupState& s, SetupControl* control, ExchangeRound round) override {
+    return waitStream(s.stream, control, round);
+  }
+  cudaError_t download(SetupState& s, void* host, size_t bytes) override {
+    return cudaMemcpyAsync(host, s.recvDev, bytes, cudaMemcpyDeviceToHost, s.stream);
+  }
+};
+
+/** The grouped all-gather itself: under the control's mutex, skipped once cancelled. */
+ncclResult_t issueAllGather(std::vector<std::unique_ptr<SetupState>>& states, size_t bytes,
+                            const SetupOptions& options, ExchangeRound round, RoundDevice& device) {
+  std::unique_lock<std::mutex> lock;
+  if (options.control != nullptr) {
+    lock = std::unique_lock<std::mutex>(options.control->ncclMutex);
+    if (options.control->cancelled.load()) return ncclInvalidUsage;
+  }
+  // A rank whose buffers could not even be allocated still has to take part, or its peers hang;
+  // NCCL itself is then unusable on this device, so the all-gather fails on every rank anyway.
+  ncclResult_t result = REAL_NCCL(ncclGroupStart)();
+  std::vector<ncclComm_t> comms;
+  for (auto& s : states) {
+    if (!device.hasBuffers(*s)) continue;
+    cudaSetDevice(s->lc->cudaDev);
+    ncclResult_t r = REAL_NCCL(ncclAllGather)(s->sendDev, s->recvDev, bytes, ncclUint8, s->comm, s->stream);
+    if (r != ncclSuccess && s->why.empty()) s->why = std::string("workspace exchange: ") + ncclErrorText(r);
+    comms.push_back(s->comm);
+  }
+  ncclResult_t endResult = REAL_NCCL(ncclGroupEnd)();
+  if (lock.owns_lock()) lock.unlock();
+  // Non-blocking communicators may still be enqueueing: the stream is not ready to wait on yet.
+  if (endResult == ncclInProgress && options.nonBlocking) endResult = waitUntilEnqueued(comms, options.control, round);
+  return result == ncclSuccess ? endResult : result;
+}
+
+}  // namespace
+
+RoundDevice& cudaRoundDevice() {
+  static CudaRoundDevice device;
+  return device;
+}
+
+void exchangeRound(std::vector<std::unique_ptr<SetupState>>& states, size_t bytes, const SetupOptions& options,
+                   ExchangeRound round, const RoundFill& fill, const RoundTake& take) {
+  RoundDevice& device = options.device != nullptr ? *options.device : cudaRoundDevice();
+  for (auto& s : states) {
+    if (!device.hasBuffers(*s)) continue;
+    cudaSetDevice(s->lc->cudaDev);
+    std::vector<char> host(bytes, 0);
+    guardedStep(*s, "workspace exchange", [&] { fill(*s, host.data()); });
+    device.upload(*s, host.data(), bytes);
+  }
+  const ncclResult_t result = issueAllGather(states, bytes, options, round, device);
+  for (auto& s : states) {
+    if (!device.hasBuffers(*s)) {
+      if (s->why.empty()) s->why = "no device buffers for the workspace exchange";
+      continue;
+    }
+    cudaSetDevice(s->lc->cudaDev);
+    std::vector<char> host(bytes * s->lc->nRanks, 0);
+    cudaError_t err = device.download(*s, host.data(), host.size());
+    if (err == cudaSuccess) err = device.waitIdle(*s, options.control, round);
+    if (result != ncclSuccess || err != cudaSuccess) {
+      if (s->why.empty()) {
+        s->why = std::string("workspace exchange failed: ") +
+                 (result != ncclSuccess ? ncclErrorText(result) : cudaGetErrorString(err));
+      }
+      s->proceed = false;
+      continue;
+    }
+    guardedStep(*s, "workspace exchange", [&] { take(*s, host.data()); });
+  }
+}
+
+}  // namespace nccl_lamport
