@@ -21,6 +21,8 @@ class CudaRoundDevice : public RoundDevice {
     return waitStream(s.stream, control, round);
   }
   cudaError_t download(SetupState& s, void* host, size_t bytes) override {
+    // The stream is idle by now (waitIdle comes first), and a copy into pageable memory returns
+    // only once it is complete: the blocks are in `host` when this returns.
     return cudaMemcpyAsync(host, s.recvDev, bytes, cudaMemcpyDeviceToHost, s.stream);
   }
 };
@@ -76,8 +78,10 @@ void exchangeRound(std::vector<std::unique_ptr<SetupState>>& states, size_t byte
     }
     cudaSetDevice(s->lc->cudaDev);
     std::vector<char> host(bytes * s->lc->nRanks, 0);
-    cudaError_t err = device.download(*s, host.data(), host.size());
-    if (err == cudaSuccess) err = device.waitIdle(*s, options.control, round);
+    // The wait first, with the round's bound: read back into pageable memory, the copy would
+    // wait for the all-gather itself, for as long as a gone peer keeps it from finishing.
+    cudaError_t err = device.waitIdle(*s, options.control, round);
+    if (err == cudaSuccess) err = device.download(*s, host.data(), host.size());
     if (result != ncclSuccess || err != cudaSuccess) {
       if (s->why.empty()) {
         s->why = std::string("workspace exchange failed: ") +

@@ -31,7 +31,8 @@ class RoundDevice {
   /** Waits until everything queued on s's stream is done: cudaSuccess, the stream's error, or
    *  cudaErrorNotReady once the round's wait gave up (round 1's deadline, or a cancel). */
   virtual cudaError_t waitIdle(SetupState& s, SetupControl* control, ExchangeRound round) = 0;
-  /** Copies `bytes` of s's receive buffer into host memory and returns once they are there. */
+  /** Copies `bytes` of s's receive buffer into host memory and returns once they are there.
+   *  Called only once waitIdle succeeded. */
   virtual cudaError_t download(SetupState& s, void* host, size_t bytes) = 0;
 };
 

@@ -8,55 +8,21 @@
 #include <nccl.h>
 
 #include <chrono>
-#include <cstdlib>
-#include <cstring>
-#include <future>
 #include <memory>
 #include <optional>
-#include <string>
 #include <thread>
 
 #include "common/config.h"
-#include "plugin/loader/real_nccl.h"
 #include "plugin/comm/setup_control.h"
+#include "tests/unit/setup_test_support.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-constexpr uint64_t kTimeoutMs = 100;  // NCCL_LAMPORT_TIMEOUT_MS of this test
-
-// Before anything reads the configuration (once per process).
-[[maybe_unused]] const bool kEnvironmentSet = [] {
-  setenv("NCCL_LAMPORT_TIMEOUT_MS", std::to_string(kTimeoutMs).c_str(), 1);
-  return true;
-}();
-
-/** A non-blocking communicator of the stand-in NCCL, ready readyMs after now. */
-ncclComm_t fakeComm(long readyMs) {
-  setenv("FAKE_READY_MS", std::to_string(readyMs).c_str(), 1);
-  const auto init = reinterpret_cast<decltype(&ncclCommInitRankConfig)>(
-      nccl_lamport::resolveRealNccl("ncclCommInitRankConfig"));
-  if (init == nullptr) return nullptr;
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;
-  ncclUniqueId id;
-  memset(&id, 0, sizeof(id));
-  ncclComm_t comm = nullptr;
-  return init(&comm, 2, id, 0, &config) == ncclInProgress ? comm : nullptr;
-}
-
-/** Runs f on a thread of its own; its result if it returned within `limit` (a wait that never
- *  ends is left behind, detached, so the test reports instead of hanging). */
-template <typename T, typename F>
-std::optional<T> within(std::chrono::milliseconds limit, F f) {
-  auto done = std::make_shared<std::promise<T>>();
-  std::future<T> result = done->get_future();
-  std::thread([done, f] { done->set_value(f()); }).detach();
-  if (result.wait_for(limit) != std::future_status::ready) return std::nullopt;
-  return result.get();
-}
-
-double secondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+using setup_test::Clock;
+using setup_test::fakeComm;
+using setup_test::kTimeoutMs;
+using setup_test::secondsSince;
+using setup_test::within;
 
 TEST(SetupWaits, ConfiguredForTheTest) {
   ASSERT_EQ(nccl_lamport::globalConfig().timeoutMs, kTimeoutMs);
