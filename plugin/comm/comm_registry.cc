@@ -8,6 +8,14 @@
 namespace nccl_lamport {
 
 ncclResult_t lamportAsyncError(LamportComm& lc) {
+  if (lc.setupFailed) {
+    if (!lc.errorReported.exchange(true)) {
+      LAMPORT_WARN("comm %p rank %d: the workspace set-up's exchange did not complete (%s); the communicator is in "
+                   "error, abort it",
+                   static_cast<void*>(lc.comm), lc.reportedRank(), lc.reason.c_str());
+    }
+    return ncclRemoteError;
+  }
   if (lc.hostFlags == nullptr) return ncclSuccess;
   const uint32_t error = lc.hostFlags->error;
   if (error == kLamportOk) return ncclSuccess;
@@ -22,6 +30,13 @@ ncclResult_t lamportAsyncError(LamportComm& lc) {
     }
   }
   return ncclRemoteError;
+}
+
+ncclResult_t asyncErrorToReport(LamportComm* lc, ncclResult_t ncclState, bool calledByNccl) {
+  if (lc == nullptr || lc->revoked.load()) return ncclState;
+  if (ncclState == ncclSuccess) return lamportAsyncError(*lc);
+  if (ncclState == ncclInProgress && lc->setupFailed && !calledByNccl) return lamportAsyncError(*lc);
+  return ncclState;
 }
 
 CommRegistry& CommRegistry::instance() {

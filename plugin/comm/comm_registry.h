@@ -49,6 +49,10 @@ struct LamportComm {
   int smArch = 0;
   /** True once every rank agreed and mapped the workspace; set before publication, then fixed. */
   bool eligible = false;
+  /** The set-up's exchange never completed on this rank (a peer gone or stuck past
+   *  NCCL_LAMPORT_TIMEOUT_MS, or NCCL failed it): not eligible, and the communicator reports
+   *  ncclRemoteError so that the program aborts it. Set before publication, then fixed. */
+  bool setupFailed = false;
   /** Created non-blocking (config.blocking = 0 or NCCL_COMM_BLOCKING=0); a split or shrink
    *  without a config inherits it, as in NCCL. */
   bool nonBlocking = false;
@@ -96,9 +100,20 @@ struct LamportComm {
 
 /**
  * ncclSuccess, or the error a Lamport kernel of lc reported (ncclRemoteError: it stopped waiting
- * for its peers after NCCL_LAMPORT_TIMEOUT_MS, or on abort). WARNs once per communicator.
+ * for its peers after NCCL_LAMPORT_TIMEOUT_MS, or on abort), or ncclRemoteError for a
+ * communicator whose set-up failed (LamportComm::setupFailed). WARNs once per communicator.
  */
 ncclResult_t lamportAsyncError(LamportComm& lc);
+
+/**
+ * What our ncclCommGetAsyncError reports for a communicator whose real one returned ncclSuccess
+ * with *asyncError = ncclState. lc: our entry (null if none). NCCL's own error stands; on
+ * ncclSuccess, lamportAsyncError(lc). A failed set-up (setupFailed) reports ncclRemoteError to the
+ * program also while NCCL says ncclInProgress: the set-up's own all-gather, which a gone peer
+ * never completes, can keep NCCL busy for ever. NCCL's internal calls (calledByNccl) get NCCL's
+ * ncclInProgress; a revoked communicator's state is NCCL's alone.
+ */
+ncclResult_t asyncErrorToReport(LamportComm* lc, ncclResult_t ncclState, bool calledByNccl);
 
 /** Process-wide registry. All methods are thread-safe. */
 class CommRegistry {

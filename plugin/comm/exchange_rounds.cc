@@ -27,9 +27,15 @@ class CudaRoundDevice : public RoundDevice {
   }
 };
 
-/** The grouped all-gather itself: under the control's mutex, skipped once cancelled. */
+/** s takes part in a round: it has its buffers, and round 1 did not leave its stream stuck. */
+bool takesPart(RoundDevice& device, const SetupState& s) { return device.hasBuffers(s) && !s.roundOneIncomplete; }
+
+/** The grouped all-gather itself: under the control's mutex, skipped once cancelled. Returns the
+ *  group's result; (*refused)[i]: NCCL refused states[i]'s all-gather, which is then not part of it. */
 ncclResult_t issueAllGather(std::vector<std::unique_ptr<SetupState>>& states, size_t bytes,
-                            const SetupOptions& options, ExchangeRound round, RoundDevice& device) {
+                            const SetupOptions& options, ExchangeRound round, RoundDevice& device,
+                            std::vector<ncclResult_t>* refused) {
+  refused->assign(states.size(), ncclSuccess);
   std::unique_lock<std::mutex> lock;
   if (options.control != nullptr) {
     lock = std::unique_lock<std::mutex>(options.control->ncclMutex);
@@ -39,12 +45,12 @@ ncclResult_t issueAllGather(std::vector<std::unique_ptr<SetupState>>& states, si
   // NCCL itself is then unusable on this device, so the all-gather fails on every rank anyway.
   ncclResult_t result = REAL_NCCL(ncclGroupStart)();
   std::vector<ncclComm_t> comms;
-  for (auto& s : states) {
-    if (!device.hasBuffers(*s)) continue;
-    cudaSetDevice(s->lc->cudaDev);
-    ncclResult_t r = REAL_NCCL(ncclAllGather)(s->sendDev, s->recvDev, bytes, ncclUint8, s->comm, s->stream);
-    if (r != ncclSuccess && s->why.empty()) s->why = std::string("workspace exchange: ") + ncclErrorText(r);
-    comms.push_back(s->comm);
+  for (size_t i = 0; i < states.size(); ++i) {
+    SetupState& s = *states[i];
+    if (!takesPart(device, s)) continue;
+    cudaSetDevice(s.lc->cudaDev);
+    (*refused)[i] = REAL_NCCL(ncclAllGather)(s.sendDev, s.recvDev, bytes, ncclUint8, s.comm, s.stream);
+    if ((*refused)[i] == ncclSuccess) comms.push_back(s.comm);
   }
   ncclResult_t endResult = REAL_NCCL(ncclGroupEnd)();
   if (lock.owns_lock()) lock.unlock();
@@ -64,30 +70,48 @@ void exchangeRound(std::vector<std::unique_ptr<SetupState>>& states, size_t byte
                    ExchangeRound round, const RoundFill& fill, const RoundTake& take) {
   RoundDevice& device = options.device != nullptr ? *options.device : cudaRoundDevice();
   for (auto& s : states) {
-    if (!device.hasBuffers(*s)) continue;
+    if (!takesPart(device, *s)) continue;
     cudaSetDevice(s->lc->cudaDev);
     std::vector<char> host(bytes, 0);
     guardedStep(*s, "workspace exchange", [&] { fill(*s, host.data()); });
     device.upload(*s, host.data(), bytes);
   }
-  const ncclResult_t result = issueAllGather(states, bytes, options, round, device);
-  for (auto& s : states) {
+  std::vector<ncclResult_t> refused;
+  const ncclResult_t groupResult = issueAllGather(states, bytes, options, round, device, &refused);
+  for (size_t i = 0; i < states.size(); ++i) {
+    auto& s = states[i];
+    const ncclResult_t result = groupResult != ncclSuccess ? groupResult : refused[i];
     if (!device.hasBuffers(*s)) {
       if (s->why.empty()) s->why = "no device buffers for the workspace exchange";
       continue;
     }
+    if (s->roundOneIncomplete) continue;  // round 2: left out (why says so)
     cudaSetDevice(s->lc->cudaDev);
     std::vector<char> host(bytes * s->lc->nRanks, 0);
-    // The wait first, with the round's bound: read back into pageable memory, the copy would
-    // wait for the all-gather itself, for as long as a gone peer keeps it from finishing.
-    cudaError_t err = device.waitIdle(*s, options.control, round);
-    if (err == cudaSuccess) err = device.download(*s, host.data(), host.size());
-    if (result != ncclSuccess || err != cudaSuccess) {
-      if (s->why.empty()) {
-        s->why = std::string("workspace exchange failed: ") +
-                 (result != ncclSuccess ? ncclErrorText(result) : cudaGetErrorString(err));
+    std::string failure;
+    if (result != ncclSuccess) {
+      // Not waited for: an all-gather NCCL did not enqueue (or a gone peer keeps enqueueing)
+      // would only take the round's whole bound a second time.
+      failure = std::string("NCCL: ") + ncclErrorText(result);
+    } else {
+      // The wait first, with the round's bound: read back into pageable memory, the copy would
+      // wait for the all-gather itself, for as long as a gone peer keeps it from finishing.
+      cudaError_t err = device.waitIdle(*s, options.control, round);
+      if (err == cudaSuccess) err = device.download(*s, host.data(), host.size());
+      if (err == cudaErrorNotReady) {
+        failure = "no answer within NCCL_LAMPORT_TIMEOUT_MS";
+      } else if (err != cudaSuccess) {
+        failure = cudaGetErrorString(err);
       }
+    }
+    if (!failure.empty()) {
       s->proceed = false;
+      if (round == ExchangeRound::kFirst) {
+        s->roundOneIncomplete = true;
+        s->why = "the workspace exchange did not complete on this rank (" + failure + "): a peer is gone or stuck";
+      } else if (s->why.empty()) {
+        s->why = "workspace exchange failed: " + failure;
+      }
       continue;
     }
     guardedStep(*s, "workspace exchange", [&] { take(*s, host.data()); });

@@ -46,7 +46,9 @@ using RoundTake = std::function<void(SetupState& s, const char* in)>;
 
 /**
  * Runs one round over every state that has buffers, all communicators in one grouped all-gather
- * of `bytes` per rank. A throw from fill or take ends that state's part (guardedStep). A state whose round did not complete gets proceed = false and its reason in why.
+ * of `bytes` per rank. A throw from fill or take ends that state's part (guardedStep).
+ * A state whose round did not complete gets proceed = false and its reason in why; after round 1
+ * also roundOneIncomplete, which leaves it out of round 2 (SetupState).
  * The device side is options.device, or cudaRoundDevice() when that is null.
  */
 void exchangeRound(std::vector<std::unique_ptr<SetupState>>& states, size_t bytes, const SetupOptions& options,

@@ -38,8 +38,10 @@ struct SetupOptions {
 
 /**
  * Which of the set-up's two exchange rounds a wait belongs to, and so how long it may last.
- * Round 1 (the records) may give up after NCCL_LAMPORT_TIMEOUT_MS: a rank whose round 1 fails
- * still takes part in round 2 and says "not ok" there, so every rank reaches the same verdict.
+ * Round 1 (the records) may give up after NCCL_LAMPORT_TIMEOUT_MS: a peer is gone, so this rank
+ * skips round 2 (it would queue behind round 1's stuck all-gather) and reports the communicator
+ * failed (plugin/comm/exchange_rounds.h); a rank that only failed locally still takes part in
+ * round 2 and says "not ok" there, so every rank reaches the same verdict.
  * Round 2 (the ok words) has no later round that could reconcile a rank-local give-up, and
  * round 1 has proved every peer alive: it waits until it completes or the set-up is cancelled.
  */

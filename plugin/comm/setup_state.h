@@ -66,6 +66,11 @@ struct SetupState {
   size_t agreedTwoShotOverride = 0;  // min over ranks of ExchangeRecord::twoShotMaxBytes
   bool proceed = false;  // round-1 verdict, identical on every rank
   bool localOk = false;  // this rank mapped every peer and initialised its buffers
+  // Round 1's all-gather did not complete here (NCCL failed it, or a wait gave up: a peer is
+  // gone). This rank then takes no further part: its round 2 would queue behind that all-gather
+  // on the same stream and communicator, and round 2 has no deadline. The communicator is
+  // reported failed (LamportComm::setupFailed), so the program aborts it.
+  bool roundOneIncomplete = false;
   std::thread serverThread;
   bool served = true;    // every peer in another process fetched our descriptor
 

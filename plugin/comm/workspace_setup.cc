@@ -142,6 +142,7 @@ void setupWorkspaces(const std::vector<ncclComm_t>& comms, const SetupOptions& o
       releaseResources(*s->lc);
       continue;
     }
+    s->lc->setupFailed = s->roundOneIncomplete;
     publish(*s, s->proceed && s->localOk);
   }
   states.clear();

@@ -4,8 +4,10 @@
 // must run at a point that is the same on every rank and outside any group and any stream
 // capture: right after an ungrouped blocking init/split returns, or in the outermost
 // ncclGroupEnd for communicators created inside that group (one grouped exchange for all of
-// them, so one thread can drive several GPUs). Every rank always takes part in both exchange
-// rounds, whatever fails locally, so a local failure never leaves a peer waiting.
+// them, so one thread can drive several GPUs). Every rank takes part in both exchange rounds,
+// whatever fails locally, so a local failure never leaves a peer waiting; only a rank whose
+// round-1 all-gather did not complete (a peer is gone) skips round 2 and reports the
+// communicator failed (plugin/comm/exchange_rounds.h).
 //
 // Protocol, per communicator:
 //   1. each rank allocates its workspace (VMM), exports it and fills an ExchangeRecord;

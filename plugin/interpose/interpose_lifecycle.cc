@@ -363,15 +363,19 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResu
   // Ready only once our set-up is done too. Meanwhile the set-up thread alone asks NCCL for the
   // program (its ncclCommGetAsyncError also completes NCCL's pending group job, which must happen
   // once); NCCL's own internal calls still get NCCL's answer.
+  const void* caller = __builtin_return_address(0);
   if (lc != nullptr && asyncError != nullptr && lc->setupPending.load(std::memory_order_acquire) &&
-      !calledFromNccl(__builtin_return_address(0))) {
+      !calledFromNccl(caller)) {
     *asyncError = ncclInProgress;
     return ncclSuccess;
   }
   ncclResult_t result = real(comm, asyncError);
   if (result == ncclSuccess && asyncError != nullptr) collectPendingChildren(comm, *asyncError != ncclInProgress);
-  if (result != ncclSuccess || asyncError == nullptr || *asyncError != ncclSuccess) return result;
-  if (lc != nullptr && !lc->revoked.load()) *asyncError = lamportAsyncError(*lc);
+  if (result != ncclSuccess || asyncError == nullptr) return result;
+  // Who asks matters only for a failed set-up's communicator that NCCL still has in progress
+  // (dladdr is not free, and watchdogs poll this often).
+  const bool fromNccl = *asyncError == ncclInProgress && lc != nullptr && lc->setupFailed && calledFromNccl(caller);
+  *asyncError = asyncErrorToReport(lc.get(), *asyncError, fromNccl);
   return result;
 } catch (...) {
   return resultOfException("ncclCommGetAsyncError");

@@ -209,6 +209,9 @@ static __thread struct GroupedSplit {
   ncclComm_t* slot;
   ncclComm_t child;
 } tGroupedSplit[FAKE_MAX_GROUPED_SPLITS];
+/* An all-gather on a non-blocking communicator was issued inside the open group: NCCL's
+ * ncclGroupEnd then returns ncclInProgress (the work is enqueued in the background). */
+static __thread int tGroupNonBlockingWork;
 
 FAKE_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
   (void)color;
@@ -342,16 +345,21 @@ FAKE_API(ncclResult_t, ncclGroupStart, void) {
 }
 
 FAKE_API(ncclResult_t, ncclGroupEnd, void) {
+  ncclResult_t result = ncclSuccess;
   if (tGroupDepth > 0 && --tGroupDepth == 0) {
     /* The group's split jobs end: each child is written to the caller's slot. */
     for (int i = 0; i < tGroupedSplits; ++i) __atomic_store_n(tGroupedSplit[i].slot, tGroupedSplit[i].child, __ATOMIC_RELEASE);
     tGroupedSplits = 0;
+    if (tGroupNonBlockingWork) result = ncclInProgress;
+    tGroupNonBlockingWork = 0;
   }
-  if (onMainThread()) return ncclSuccess;
+  if (onMainThread()) return result;
   atomic_fetch_add(&fakeCounters.helperGroupEnds, 1);
   callHelperHook("ncclGroupEnd", NULL);
-  return ncclSuccess;
+  return result;
 }
+
+void fakeSetHelperCallHook(void (*hook)(const char* function, ncclComm_t comm)) { atomic_store(&fakeHelperCallHook, hook); }
 
 void fakeCommMakeReady(ncclComm_t comm) { atomic_store(&comm->readyAtNs, nowNs()); }
 
@@ -361,7 +369,9 @@ FAKE_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size
          ncclComm_t comm, cudaStream_t stream) {
   (void)sendbuff, (void)recvbuff, (void)count, (void)datatype, (void)stream;
   noteCall("ncclAllGather", comm);
-  return ensureReady(comm);
+  const ncclResult_t ready = ensureReady(comm);
+  if (ready == ncclSuccess && !comm->blocking && tGroupDepth > 0) tGroupNonBlockingWork = 1;
+  return ready;
 }
 
 FAKE_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,

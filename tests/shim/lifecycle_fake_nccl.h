@@ -24,6 +24,9 @@ extern struct FakeCounters fakeCounters;
  * of the set-up. */
 extern void (*_Atomic fakeHelperCallHook)(const char* function, ncclComm_t comm);
 
+/* Sets fakeHelperCallHook (for C++ callers, which cannot name the _Atomic object). */
+void fakeSetHelperCallHook(void (*hook)(const char* function, ncclComm_t comm));
+
 /* NCCL's init job of a non-blocking communicator ends now (instead of FAKE_READY_MS after init). */
 void fakeCommMakeReady(ncclComm_t comm);
 

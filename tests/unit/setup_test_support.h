@@ -18,8 +18,11 @@
 #include "plugin/loader/real_nccl.h"
 
 // From the stand-in NCCL (tests/shim/lifecycle_fake_nccl.h, a C header): the communicator is busy
-// (ncclCommGetAsyncError answers ncclInProgress) for the next `ms` milliseconds; 0: no longer.
+// (ncclCommGetAsyncError answers ncclInProgress) for the next `ms` milliseconds (0: no longer); a
+// hook called on every thread but the main one at each NCCL call on a communicator and at each
+// ncclGroupEnd (comm null), or none.
 extern "C" void fakeCommBusyFor(ncclComm_t comm, int ms);
+extern "C" void fakeSetHelperCallHook(void (*hook)(const char* function, ncclComm_t comm));
 
 namespace setup_test {
 

@@ -118,4 +118,79 @@ TEST(SetupRounds, TheReadBackWaitsUntilTheAllGatherFinished) {
   cleanUp(comm, control);
 }
 
+// A peer gone after init: round 1's all-gather never finishes on the stream. Round 2 would be
+// queued behind it on the same stream and communicator, and has no deadline.
+TEST(SetupRounds, ARoundOneStreamGiveUpEndsTheSetUpWithTheCommunicatorFailed) {
+  ncclComm_t comm = fakeComm(0);
+  ASSERT_NE(comm, nullptr);
+  auto control = std::make_shared<SetupControl>();
+  auto device = std::make_shared<StandInDevice>();
+  device->finishes[0] = device->finishes[1] = false;
+  EXPECT_TRUE(setUpWithin5s(comm, control, device))
+      << "round 1 gave up after " << setup_test::kTimeoutMs << " ms, but the set-up did not end";
+  EXPECT_EQ(device->waits[0].load(), 1);
+  EXPECT_EQ(device->uploads[1].load() + device->waits[1].load(), 0) << "round 2 ran after round 1 gave up";
+  const auto entry = nccl_lamport::CommRegistry::instance().find(comm);
+  ASSERT_NE(entry, nullptr) << "the communicator was never published";
+  EXPECT_FALSE(entry->eligible);
+  EXPECT_EQ(nccl_lamport::lamportAsyncError(*entry), ncclRemoteError) << "not reported failed: " << entry->reason;
+  // What our ncclCommGetAsyncError tells the program, also while NCCL is still busy with the
+  // stuck all-gather; NCCL's own internal calls keep NCCL's answer.
+  EXPECT_EQ(nccl_lamport::asyncErrorToReport(entry.get(), ncclSuccess, false), ncclRemoteError);
+  EXPECT_EQ(nccl_lamport::asyncErrorToReport(entry.get(), ncclInProgress, false), ncclRemoteError);
+  EXPECT_EQ(nccl_lamport::asyncErrorToReport(entry.get(), ncclInProgress, true), ncclInProgress);
+  cleanUp(comm, control);
+}
+
+/** The communicator NCCL keeps enqueueing for ever from the next ncclGroupEnd on (a gone peer). */
+std::atomic<ncclComm_t> gBusyFromGroupEnd{nullptr};
+
+void busyFromGroupEnd(const char* function, ncclComm_t) {
+  ncclComm_t comm = gBusyFromGroupEnd.load();
+  if (comm != nullptr && strcmp(function, "ncclGroupEnd") == 0) fakeCommBusyFor(comm, 3600 * 1000);
+}
+
+/** Checks what a round 1 that did not complete leaves: no stream wait, no round 2, comm failed. */
+void expectEndedWithoutRoundTwo(ncclComm_t comm, const StandInDevice& device) {
+  EXPECT_EQ(device.waits[0].load(), 0) << "round 1's stream was waited for after its all-gather was not enqueued";
+  EXPECT_EQ(device.uploads[1].load() + device.waits[1].load(), 0) << "round 2 ran after round 1 gave up";
+  const auto entry = nccl_lamport::CommRegistry::instance().find(comm);
+  ASSERT_NE(entry, nullptr) << "the communicator was never published";
+  EXPECT_EQ(nccl_lamport::lamportAsyncError(*entry), ncclRemoteError) << "not reported failed: " << entry->reason;
+}
+
+// The same gone peer seen earlier: NCCL's enqueue of round 1 never finishes (ncclGroupEnd said
+// ncclInProgress, and the communicator stays busy). The stream is then not waited for (that
+// would take a second full timeout) and round 2 never issued.
+TEST(SetupRounds, ARoundOneEnqueueGiveUpEndsTheSetUpWithTheCommunicatorFailed) {
+  ncclComm_t comm = fakeComm(0);
+  ASSERT_NE(comm, nullptr);
+  auto control = std::make_shared<SetupControl>();
+  auto device = std::make_shared<StandInDevice>();
+  device->finishes[0] = device->finishes[1] = false;
+  gBusyFromGroupEnd.store(comm);
+  fakeSetHelperCallHook(busyFromGroupEnd);
+  EXPECT_TRUE(setUpWithin5s(comm, control, device))
+      << "round 1's enqueue gave up after " << setup_test::kTimeoutMs << " ms, but the set-up did not end";
+  fakeSetHelperCallHook(nullptr);
+  gBusyFromGroupEnd.store(nullptr);
+  expectEndedWithoutRoundTwo(comm, *device);
+  cleanUp(comm, control);
+}
+
+// NCCL refuses round 1's all-gather on this communicator (here: busy, ncclInvalidArgument): it is
+// not part of the group, so the peers never get this rank's record, and the rank must not wait
+// for its stream nor run round 2 either.
+TEST(SetupRounds, ARoundOneAllGatherNcclRefusedEndsTheSetUpWithTheCommunicatorFailed) {
+  ncclComm_t comm = fakeComm(0);
+  ASSERT_NE(comm, nullptr);
+  auto control = std::make_shared<SetupControl>();
+  auto device = std::make_shared<StandInDevice>();
+  device->finishes[0] = device->finishes[1] = false;
+  device->atRoundOneUpload = [](SetupState& s) { fakeCommBusyFor(s.comm, 3600 * 1000); };
+  EXPECT_TRUE(setUpWithin5s(comm, control, device)) << "the set-up did not end after NCCL refused round 1";
+  expectEndedWithoutRoundTwo(comm, *device);
+  cleanUp(comm, control);
+}
+
 }  // namespace
