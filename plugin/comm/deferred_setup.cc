@@ -63,6 +63,10 @@ struct Backoff {
 
 using Deadline = std::optional<std::chrono::steady_clock::time_point>;
 
+/** What a call waiting for the set-up allows beyond NCCL_LAMPORT_TIMEOUT_MS (round 1's bound):
+ *  the local steps and round 2 normally take milliseconds once round 1 is through. */
+constexpr uint64_t kCallWaitSlackMs = 1000;
+
 /** Round 1's deadline (NCCL_LAMPORT_TIMEOUT_MS from now, saturated: a "never" value must not wrap
  *  into the past); none for round 2 (plugin/comm/setup_control.h, ExchangeRound). */
 Deadline deadlineFor(ExchangeRound round) {
@@ -373,8 +377,20 @@ PendingCall waitForDeferredSetup(ncclComm_t comm, const std::function<ncclResult
     }
   }
   {
+    // Bounded like a Lamport kernel's wait for its peers (and ncclCommAbort's for the set-up): a
+    // set-up whose round 2 waits for a peer that died between the rounds never ends by itself.
+    // NCCL_LAMPORT_TIMEOUT_MS is at most 30 days (common/knobs.h): no overflow in milliseconds.
+    const uint64_t boundMs = globalConfig().timeoutMs + kCallWaitSlackMs;
     std::unique_lock<std::mutex> lock(batch->doneMutex);
-    batch->doneCv.wait(lock, [&] { return batch->done; });
+    if (!batch->doneCv.wait_for(lock, std::chrono::milliseconds(boundMs), [&] { return batch->done; })) {
+      lock.unlock();
+      LAMPORT_WARN("comm %p: the workspace set-up did not finish within %llu ms (a peer gone or stuck in its exchange); "
+                   "the call is answered ncclInvalidArgument, as NCCL answers a communicator still in progress: "
+                   "abort it",
+                   static_cast<void*>(comm), static_cast<unsigned long long>(boundMs));
+      *result = ncclInvalidArgument;
+      return PendingCall::kAnswered;
+    }
   }
   if (isGone(*batch, comm)) {
     LAMPORT_WARN("comm %p: the communicator was aborted by another thread while this call waited for it",

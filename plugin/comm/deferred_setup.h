@@ -45,7 +45,10 @@ enum class PendingCall {
  *    NCCL_LAMPORT_TIMEOUT_MS, its round 2 only by an abort: plugin/comm/setup_control.h,
  *    ExchangeRound) and returns kProceed, so that every
  *    rank routes the call the same way; except when another thread aborted comm meanwhile:
- *    *result = ncclInvalidArgument, kAnswered, and NCCL is not called on it.
+ *    *result = ncclInvalidArgument, kAnswered, and NCCL is not called on it. The wait lasts at
+ *    most NCCL_LAMPORT_TIMEOUT_MS + 1 s: a set-up still running then (a peer gone during its
+ *    round 2) answers the call ncclInvalidArgument, as NCCL answers a communicator in progress,
+ *    with a WARN (kAnswered, NCCL not called); the program is to abort the communicator.
  */
 PendingCall waitForDeferredSetup(ncclComm_t comm, const std::function<ncclResult_t()>& callNccl, ncclResult_t* result,
                                  bool destroysComm = false);

@@ -289,9 +289,10 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) try {
   if (!interposerEnabled() || comm == nullptr) return real(comm);
   // NCCL refuses to destroy a communicator it still has in progress (ncclInvalidArgument: its
   // init, a split job, a non-blocking operation not yet completed): then nothing of ours changes
-  // either. Once our set-up is done (it is not cancelled but finishes, bounded by
-  // NCCL_LAMPORT_TIMEOUT_MS: one grouped exchange for every communicator created with this one,
-  // in which the peers take part), NCCL is asked first, and ours is released only if it agreed.
+  // either. Once our set-up is done (it is not cancelled but finishes: one grouped exchange for
+  // every communicator created with this one, in which the peers take part; the wait gives up
+  // after NCCL_LAMPORT_TIMEOUT_MS + 1 s with ncclInvalidArgument, then abort is the way out),
+  // NCCL is asked first, and ours is released only if it agreed.
   ncclResult_t result = ncclSuccess;
   HeldComm held = holdComm(comm);
   const bool answered = waitForDeferredSetup(comm, [&] { return real(comm); }, &result, /*destroysComm=*/true) ==

@@ -7,12 +7,16 @@
 #include <gtest/gtest.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <thread>
 
 #include "common/config.h"
+#include "plugin/comm/comm_registry.h"
+#include "plugin/comm/deferred_setup.h"
 #include "plugin/comm/setup_control.h"
 #include "tests/unit/setup_test_support.h"
 
@@ -103,6 +107,49 @@ TEST(SetupWaits, RoundTwoStopsWhenCancelled) {
   EXPECT_EQ(*enqueued, ncclInvalidUsage);
   ASSERT_TRUE(streamDone.has_value());
   EXPECT_EQ(*streamDone, cudaErrorNotReady);
+}
+
+/** Holds the set-up thread inside its first exchange round's ncclGroupEnd until released: a
+ *  set-up that never ends (its round 2 waiting for a peer that died between the rounds). */
+std::atomic<bool> gHoldSetUp{false};
+std::atomic<bool> gSetUpHeld{false};
+
+void holdSetUpAtGroupEnd(const char* function, ncclComm_t) {
+  if (strcmp(function, "ncclGroupEnd") != 0) return;
+  gSetUpHeld.store(true);
+  while (gHoldSetUp.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+// ncclAllReduce, split, shrink, finalize and destroy wait for a set-up NCCL reports ready; a
+// set-up that never ends must not keep them for ever (ncclCommAbort is bounded too).
+TEST(SetupWaits, ACallGivesUpOnASetUpThatNeverEnds) {
+  ncclComm_t comm = fakeComm(0);
+  ASSERT_NE(comm, nullptr);
+  gHoldSetUp.store(true);
+  fakeSetHelperCallHook(holdSetUpAtGroupEnd);
+  nccl_lamport::startDeferredSetup({comm});
+  const auto start = Clock::now();
+  while (!gSetUpHeld.load() && secondsSince(start) < 5) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(gSetUpHeld.load()) << "the set-up never reached its exchange";
+  auto ncclCalls = std::make_shared<std::atomic<int>>(0);
+  const auto answer = within<std::pair<nccl_lamport::PendingCall, ncclResult_t>>(std::chrono::seconds(5), [comm, ncclCalls] {
+    ncclResult_t result = ncclSuccess;
+    const auto how = nccl_lamport::waitForDeferredSetup(comm, [ncclCalls] {
+      ++*ncclCalls;
+      return ncclSuccess;
+    }, &result);
+    return std::make_pair(how, result);
+  });
+  const double waited = secondsSince(start);
+  gHoldSetUp.store(false);
+  EXPECT_TRUE(nccl_lamport::joinDeferredSetup(comm, 5000));
+  fakeSetHelperCallHook(nullptr);
+  nccl_lamport::CommRegistry::instance().remove(comm);
+  ASSERT_TRUE(answer.has_value()) << "the call still waited for the set-up after " << waited << " s";
+  EXPECT_EQ(answer->first, nccl_lamport::PendingCall::kAnswered);
+  EXPECT_EQ(answer->second, ncclInvalidArgument) << "the answer NCCL gives for a communicator still in progress";
+  EXPECT_EQ(ncclCalls->load(), 0) << "the call reached NCCL while the set-up was using the communicator";
+  EXPECT_GE(waited, kTimeoutMs / 1000.0) << "gave up before NCCL_LAMPORT_TIMEOUT_MS";
 }
 
 }  // namespace
