@@ -2,11 +2,14 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 
+#include "plugin/abi/entry_guard.h"
 #include "plugin/comm/host_rendezvous.h"
 #include "plugin/comm/comm_registry.h"
 #include "plugin/comm/comm_teardown.h"
@@ -73,12 +76,80 @@ void record(const void* slot, std::unique_ptr<LamportComm> lc) {
   if (replaced != nullptr) releaseCommEntry(std::shared_ptr<LamportComm>(std::move(replaced)), /*aborting=*/true);
 }
 
+/** Puts the set-up's result in place of the entry recorded under slot before it ran
+ *  (`placeholder`): no allocation, the map's node exists. If that entry is gone (forgotten
+ *  meanwhile), the result is released. */
+void replacePlaceholder(const void* slot, const LamportComm* placeholder, std::unique_ptr<LamportComm> lc) noexcept {
+  std::unique_ptr<LamportComm> dropped;
+  {
+    std::lock_guard<std::mutex> lock(gMutex);
+    auto it = pending().find(reinterpret_cast<uintptr_t>(slot));
+    if (it != pending().end() && it->second.lc.get() == placeholder) {
+      dropped = std::move(it->second.lc);  // nothing of it to release: it never held resources
+      it->second.lc = std::move(lc);
+      return;
+    }
+  }
+  try {
+    releaseCommEntry(std::shared_ptr<LamportComm>(std::move(lc)), /*aborting=*/false);
+  } catch (...) {
+  }
+}
+
+// offsetof(struct ncclComm, tunerContext) in the NCCL that loaded us: the distance from a
+// handle to the context slot NCCL passes to the tuner's init for it. One value per process (one
+// hooked NCCL), unknown (0) until a bind has proved it (slotInsideComm); from then on a handle
+// is bound to the set-up recorded exactly there, or to none.
+std::atomic<uintptr_t> gSlotOffset{0};
+
+/**
+ * True when `slot` lies inside the struct ncclComm that starts at `handle`: no NCCL magic between
+ * the handle's startMagic and the slot. NCCL keeps endMagic as the struct's last field (comm.h
+ * static_asserts it), and every other communicator's struct starts with startMagic, so a slot of
+ * a neighbouring communicator always has one of the two in between. Reads only that range,
+ * which never goes past the handle's own endMagic: memory of the live communicator.
+ */
+bool slotInsideComm(uintptr_t handle, uintptr_t slot) {
+  for (uintptr_t at = handle + sizeof(uint64_t); at + sizeof(uint64_t) <= slot; at += sizeof(uint64_t)) {
+    uint64_t word;
+    memcpy(&word, reinterpret_cast<const void*>(at), sizeof(word));
+    if (word == kNcclCommMagic) return false;
+  }
+  return true;
+}
+
+/** The pending entry for handle, under gMutex: exactly at the learnt offset once it is known;
+ *  before, the nearest one above within kMaxCommBytes (to be checked with slotInsideComm). */
+std::map<uintptr_t, Pending>::iterator candidateFor(uintptr_t handle) {
+  const uintptr_t offset = gSlotOffset.load(std::memory_order_relaxed);
+  if (offset != 0) return pending().find(handle + offset);
+  auto it = pending().upper_bound(handle);
+  return it != pending().end() && it->first - handle <= kMaxCommBytes ? it : pending().end();
+}
+
 }  // namespace
 
 void setUpAtTunerInit(const TunerCommInfo& comm, const void* contextSlot) {
+  if (!comm.hasCommId || contextSlot == nullptr) return;
+  // An entry of its own (OFF) is recorded before the set-up runs, so that whatever happens in it
+  // this communicator's handle finds its own entry, never none (nor a stale one left at this
+  // address by a communicator freed without finalize).
+  const LamportComm* placeholder = nullptr;
+  try {
+    auto off = std::make_unique<LamportComm>();
+    off->nRanks = static_cast<int>(comm.nRanks);
+    off->commId = comm.commId;
+    off->reason = "its set-up in the tuner's init did not finish";
+    placeholder = off.get();
+    record(contextSlot, std::move(off));
+  } catch (...) {
+    // No memory even for that: nothing recorded; the exact bind leaves the handle on NCCL, and
+    // the peers' rendezvous ends without this rank.
+    resultOfException("tuner activation: recording a set-up");
+    return;
+  }
   try {
     std::unique_ptr<LamportComm> lc;
-    if (!comm.hasCommId || contextSlot == nullptr) return;
     // The ranks meet over a host-local rendezvous: a communicator that spans hosts would only
     // time out there. In the shared-GPU test mode NCCL reports one node per rank (each has its
     // own NCCL_HOSTID) while every rank is on this host.
@@ -105,16 +176,23 @@ void setUpAtTunerInit(const TunerCommInfo& comm, const void* contextSlot) {
     // communicator by NCCL's commId, and the verdict line naming the handle comes at bind time.
     // The Lamport slot (the place in the rendezvous order; NCCL's rank is not known yet) and
     // cudaDev only where the set-up learnt them.
-    std::string where;
-    if (lc->rank >= 0) where += " Lamport slot " + std::to_string(lc->rank);
-    where += " nRanks " + std::to_string(comm.nRanks);
-    if (lc->cudaDev >= 0) where += " cudaDev " + std::to_string(lc->cudaDev);
-    LAMPORT_INFO(kSubsysInit, "tuner activation: commId 0x%016llx%s: %s%s; its handle is named at its first call",
-                 static_cast<unsigned long long>(comm.commId), where.c_str(),
-                 lc->eligible ? "workspace ready, " : "not accelerated: ", lc->reason.c_str());
+    // A failure to log must not lose the verdict the peers share: the line is best effort.
+    try {
+      std::string where;
+      if (lc->rank >= 0) where += " Lamport slot " + std::to_string(lc->rank);
+      where += " nRanks " + std::to_string(comm.nRanks);
+      if (lc->cudaDev >= 0) where += " cudaDev " + std::to_string(lc->cudaDev);
+      LAMPORT_INFO(kSubsysInit, "tuner activation: commId 0x%016llx%s: %s%s; its handle is named at its first call",
+                   static_cast<unsigned long long>(comm.commId), where.c_str(),
+                   lc->eligible ? "workspace ready, " : "not accelerated: ", lc->reason.c_str());
+    } catch (...) {
+    }
     lc->commId = comm.commId;
-    record(contextSlot, std::move(lc));
+    replacePlaceholder(contextSlot, placeholder, std::move(lc));
   } catch (...) {
+    // The placeholder stays: this communicator is OFF on this rank (its peers' exchange ends
+    // without it, at its bound, and they are OFF too).
+    resultOfException("tuner activation: workspace set-up");
   }
 }
 
@@ -132,10 +210,8 @@ void forgetTunerSetUp(const void* contextSlot) {
 
 bool tunerSetUpRecordedFor(ncclComm_t comm) {
   if (comm == nullptr) return false;
-  const auto handle = reinterpret_cast<uintptr_t>(comm);
   std::lock_guard<std::mutex> lock(gMutex);
-  auto it = pending().upper_bound(handle);
-  return it != pending().end() && it->first - handle <= kMaxCommBytes;
+  return candidateFor(reinterpret_cast<uintptr_t>(comm)) != pending().end();
 }
 
 bool bindCommToTunerSetUp(ncclComm_t comm) {
@@ -145,12 +221,17 @@ bool bindCommToTunerSetUp(ncclComm_t comm) {
   std::string why;
   {
     std::lock_guard<std::mutex> lock(gMutex);
-    auto it = pending().upper_bound(handle);
-    if (it == pending().end() || it->first - handle > kMaxCommBytes) {
+    auto it = candidateFor(handle);
+    const bool learnt = gSlotOffset.load(std::memory_order_relaxed) != 0;
+    if (it == pending().end()) {
       why = "no set-up was recorded for it in the tuner's init";
     } else if (*reinterpret_cast<const uint64_t*>(comm) != kNcclCommMagic) {
       why = "the handle does not start with NCCL's communicator magic";
+    } else if (!learnt && !slotInsideComm(handle, it->first)) {
+      // The nearest set-up above is another communicator's (this one's was never recorded).
+      why = "no set-up was recorded for it in the tuner's init (the nearest one belongs to another communicator)";
     } else {
+      if (!learnt) gSlotOffset.store(it->first - handle, std::memory_order_relaxed);
       lc = std::move(it->second.lc);
       pending().erase(it);
     }

@@ -4,10 +4,15 @@
 // NCCL calls the tuner's init during every communicator's init, on every rank, with
 // context == &comm->tunerContext: a pointer inside NCCL's struct ncclComm (about 1.1-1.2 MB in
 // 2.28-2.30, startMagic its first field). The set-up runs there, over the host rendezvous
-// (plugin/comm/host_rendezvous.h) keyed by (uid, commId, nRanks); its result waits under that
-// address until a hooked call on a handle finds it: the nearest recorded address above the handle
-// within kMaxCommBytes, with NCCL's startMagic at the handle and ncclCommCount /
-// ncclCommCuDevice agreeing. The tuner's finalize forgets (and frees) what was never bound.
+// (plugin/comm/host_rendezvous.h) keyed by (uid, commId, nRanks); its result (or, if the set-up
+// never finished, an OFF entry recorded before it ran) waits under that address until a hooked
+// call on a handle finds it. The slot is a field of the handle's struct ncclComm, at one offset
+// for the whole process: the first bind takes the nearest recorded slot above the handle within
+// kMaxCommBytes only if it lies inside the handle's own struct (no NCCL magic in between: NCCL's
+// endMagic ends the struct, the next communicator's startMagic begins it) and learns the offset;
+// every later bind takes exactly handle + offset, or nothing (the handle stays on NCCL). NCCL's
+// startMagic at the handle and ncclCommCount / ncclCommCuDevice must agree too. The tuner's
+// finalize forgets (and frees) what was never bound.
 #pragma once
 
 #include <nccl.h>
@@ -37,12 +42,14 @@ void setUpAtTunerInit(const TunerCommInfo& comm, const void* contextSlot);
 /** The tuner's finalize for the context at contextSlot: frees a set-up that was never bound. */
 void forgetTunerSetUp(const void* contextSlot);
 
-/** True when a set-up recorded in the tuner's init lies within kMaxCommBytes above the handle.
- *  Reads only our own records, never the handle's memory (a destroyed handle is safe to ask). */
+/** True when a set-up recorded in the tuner's init may be the handle's: at the learnt offset, or
+ *  before it is learnt within kMaxCommBytes above the handle. Reads only our own records, never
+ *  the handle's memory (a destroyed handle is safe to ask). */
 bool tunerSetUpRecordedFor(ncclComm_t comm);
 
-/** At a hooked call on a handle we do not know: registers it with the set-up recorded for it,
- *  or as not accelerated with the reason. True when it is now registered. */
+/** At a hooked call on a handle we do not know: registers it with the set-up recorded for it
+ *  (never another communicator's: see above), or as not accelerated with the reason. True when
+ *  it is now registered. Reads the handle's struct up to its slot. */
 bool bindCommToTunerSetUp(ncclComm_t comm);
 
 }  // namespace nccl_lamport

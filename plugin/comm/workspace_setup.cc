@@ -24,6 +24,18 @@ namespace nccl_lamport {
 
 namespace {
 
+/** exchange.allGather, with a throw (out of memory) taken for a round this rank did not get
+ *  through: the exchange then ends without it on every rank. */
+bool gatherOver(SetupExchange& exchange, const void* mine, size_t bytes, std::vector<uint8_t>* all, int* index,
+                std::string* why) noexcept {
+  try {
+    return exchange.allGather(mine, bytes, all, index, why);
+  } catch (...) {
+    resultOfException("workspace exchange over the host rendezvous");
+    return false;
+  }
+}
+
 void publish(SetupState& s, bool allOk) {
   settleVerdict(s, allOk);
   logCommVerdict(*s.lc);
@@ -159,39 +171,54 @@ std::unique_ptr<LamportComm> setupWorkspaceOverExchange(int nRanks, int cudaDev,
     s->lc->reason = "single-rank communicator";
     return std::move(s->lc);
   }
-  prepareLocal(*s, config);
+  // Every local step is guarded as in setupWorkspaces: a throw (bad_alloc, a thread that cannot
+  // start) ends this rank's part but never skips a round its peers wait in, and never leaves
+  // the tuner's init without an entry for this communicator.
+  guardedStep(*s, "workspace allocation", [&] { prepareLocal(*s, config); });
   // Round 1: every rank's record, in the exchange's order; our place in it is our rank.
   std::vector<uint8_t> all;
   int index = -1;
   std::string why;
-  if (exchange.allGather(&s->mine, sizeof(ExchangeRecord), &all, &index, &why) &&
+  if (gatherOver(exchange, &s->mine, sizeof(ExchangeRecord), &all, &index, &why) &&
       all.size() == sizeof(ExchangeRecord) * static_cast<size_t>(nRanks) && index >= 0 && index < nRanks) {
     s->lc->rank = index;
-    s->records.resize(nRanks);
-    memcpy(s->records.data(), all.data(), all.size());
-    decideFromRecords(*s);
+    guardedStep(*s, "workspace exchange", [&] {
+      s->records.resize(nRanks);
+      memcpy(s->records.data(), all.data(), all.size());
+      decideFromRecords(*s);
+    });
   } else {
-    s->why = why.empty() ? std::string("the exchange of workspace records failed") : why;
+    guardedStep(*s, "workspace exchange", [&] {
+      s->why = why.empty() ? std::string("the exchange of workspace records failed") : why;
+    });
   }
+  // Every rank got the same records, so every rank takes part in round 2 or none does, whatever
+  // a local step below does to s->proceed.
   if (s->proceed) {
-    startServing(*s);
-    mapPeers(*s, config);
-    finishLocal(*s);
-    // Round 2: one ok word per rank (every rank that got here takes part).
+    guardedStep(*s, "serving the workspace handle", [&] { startServing(*s); });
+    if (s->proceed) guardedStep(*s, "mapping the peers", [&] { mapPeers(*s, config); });
+    if (s->proceed) guardedStep(*s, "preparing the kernels", [&] { finishLocal(*s); });
+    // Round 2: one ok word per rank.
     OkRecord mine{};
-    mine.ok = s->localOk ? 1 : 0;
-    bool allOk = exchange.allGather(&mine, sizeof(mine), &all, &index, &why) &&
+    mine.ok = s->proceed && s->localOk ? 1 : 0;
+    bool allOk = gatherOver(exchange, &mine, sizeof(mine), &all, &index, &why) &&
                  all.size() == sizeof(OkRecord) * static_cast<size_t>(nRanks);
-    if (!allOk && s->why.empty()) s->why = why;
+    // The verdict from the words alone, identical on every rank: nothing here may throw, the
+    // message is best effort.
+    const char* firstNo = allOk ? nullptr : "";
     for (int r = 0; allOk && r < nRanks; ++r) {
       OkRecord rec;
       memcpy(&rec, all.data() + r * sizeof(OkRecord), sizeof(rec));
       if (!rec.ok) {
         allOk = false;
-        if (s->why.empty()) s->why = "a peer could not map its peers";
+        firstNo = "a peer could not map its peers";
       }
     }
     s->localOk = allOk;
+    try {
+      if (firstNo != nullptr && s->why.empty()) s->why = firstNo[0] != '\0' ? firstNo : why;
+    } catch (...) {
+    }
   }
   cudaSetDevice(cudaDev);
   settleVerdict(*s, s->proceed && s->localOk);

@@ -60,7 +60,9 @@ class SetupExchange {
  * hence the same reduction order). Returns the entry, eligible or not, NOT registered: it is
  * bound to its handle at the handle's first hooked call. Logs no per-communicator verdict line:
  * that line names the handle, so the binder logs it (logCommVerdict) once the handle is known.
- * Never throws.
+ * Each local step is guarded (guardedStep): a throw ends this rank's part without skipping a
+ * round the peers wait in. Only running out of memory for its own state (before the first round)
+ * or for the verdict's text throws.
  */
 std::unique_ptr<LamportComm> setupWorkspaceOverExchange(int nRanks, int cudaDev, SetupExchange& exchange);
 

@@ -90,10 +90,12 @@ add_test(NAME shim_lifecycle.threads-churn-late-children COMMAND shim_lifecycle_
 set_tests_properties(shim_lifecycle.threads-churn-late-children PROPERTIES LABELS cpu TIMEOUT 120
   ENVIRONMENT "${_preload};FAKE_REUSE_FREED=1;FAKE_SPLIT_WRITES_CHILD_MS=20")
 
-# The set-up's wait bounds per exchange round (issue 10, points 2 and 4) and what its rounds do
-# after one gave up, against the same stand-in (tests/unit/setup_test_support.h).
+# The set-up's wait bounds per exchange round (issue 10, points 2 and 4), what its rounds do
+# after one gave up, and tuner activation's binding of a handle to its set-up, against the same
+# stand-in (tests/unit/setup_test_support.h).
 add_executable(shim_setup_waits ${CMAKE_CURRENT_LIST_DIR}/../unit/test_setup_waits.cc
-                                ${CMAKE_CURRENT_LIST_DIR}/../unit/test_setup_rounds.cc)
+                                ${CMAKE_CURRENT_LIST_DIR}/../unit/test_setup_rounds.cc
+                                ${CMAKE_CURRENT_LIST_DIR}/../unit/test_tuner_bind.cc)
 target_include_directories(shim_setup_waits PRIVATE ${PROJECT_SOURCE_DIR})
 # Linked to the stand-in: the plugin finds its pnccl* in the global scope (no dlopen by path).
 target_link_libraries(shim_setup_waits PRIVATE lamport_internal shim_lifecycle_fake_nccl CUDA::cudart_static

@@ -1,7 +1,8 @@
-// What the CPU tests of the workspace set-up share (tests/unit/test_setup_*.cc, one binary,
-// shim_setup_waits): the stand-in NCCL's communicators (tests/shim/lifecycle_fake_nccl.c, linked,
+// What the CPU tests of the workspace set-up share (tests/unit/test_setup_*.cc and
+// test_tuner_bind.cc, one binary, shim_setup_waits): the stand-in NCCL's communicators (tests/shim/lifecycle_fake_nccl.c, linked,
 // so its pnccl* are in the global scope), a guard that turns a wait that never ends into a test
-// failure, and the process's knobs (NCCL_LAMPORT_TIMEOUT_MS=100), set before anything reads them.
+// failure, and the process's knobs (NCCL_LAMPORT_TIMEOUT_MS=100,
+// NCCL_LAMPORT_RENDEZVOUS_TIMEOUT_MS=1000), set before anything reads them.
 #pragma once
 
 #include <nccl.h>
@@ -29,10 +30,14 @@ namespace setup_test {
 using Clock = std::chrono::steady_clock;
 /** NCCL_LAMPORT_TIMEOUT_MS of these tests. */
 constexpr uint64_t kTimeoutMs = 100;
+/** NCCL_LAMPORT_RENDEZVOUS_TIMEOUT_MS of these tests: how long a tuner-init set-up waits for the
+ *  peer that never comes. */
+constexpr uint64_t kRendezvousTimeoutMs = 1000;
 
 // Before anything reads the configuration (once per process).
 [[maybe_unused]] inline const bool kEnvironmentSet = [] {
   setenv("NCCL_LAMPORT_TIMEOUT_MS", std::to_string(kTimeoutMs).c_str(), 1);
+  setenv("NCCL_LAMPORT_RENDEZVOUS_TIMEOUT_MS", std::to_string(kRendezvousTimeoutMs).c_str(), 1);
   return true;
 }();
 
