@@ -29,6 +29,9 @@ constexpr int kLamportBufferCount = 3;
 constexpr size_t kLamportVectorBytes = 16;
 /** Bytes reserved at the start of the allocation for LamportDeviceState. */
 constexpr size_t kLamportControlBytes = 256;
+/** Largest slot the kernels take: LamportDeviceState::dirtyBytes counts a slot's bytes in a
+ *  uint32_t (a multiple of kLamportVectorBytes: 4 GiB - 16). */
+constexpr size_t kLamportMaxSlotBytes = UINT32_MAX - (kLamportVectorBytes - 1);
 
 /** Rotation state, in device memory, advanced only by the kernel (CUDA-graph safe). */
 struct LamportDeviceState {

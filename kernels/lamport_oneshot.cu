@@ -50,8 +50,7 @@ using OneShotKernel = LamportKernelFn;
 bool layoutValid(const LamportLayout& layout) {
   return layout.nRanks >= 2 && layout.nRanks <= kLamportMaxRanks && layout.slotBytes != 0 &&
          layout.slotBytes % kLamportVectorBytes == 0 &&
-         // dirtyBytes is a uint32_t in LamportDeviceState.
-         layout.slotBytes <= UINT32_MAX - (kLamportVectorBytes - 1);
+         layout.slotBytes <= kLamportMaxSlotBytes;
 }
 
 /** The shipped kernels of kFast, one per LamportFastPass it launches (kAuto picks among them). */

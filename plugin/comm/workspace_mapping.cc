@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -54,14 +55,25 @@ uint64_t processNonce() {
   return nonce;
 }
 
-/** Bytes of user message one slot may hold so that the whole workspace stays under capBytes. */
+}  // namespace
+
 size_t maxSlotBytesForCap(int nRanks, size_t capBytes) {
   constexpr size_t kGranularity = size_t{2} << 20;  // VMM granularity on current GPUs
   size_t usable = capBytes >= kGranularity ? capBytes / kGranularity * kGranularity : capBytes;
   if (usable <= kLamportControlBytes) return 0;
   size_t slot = (usable - kLamportControlBytes) / (kLamportBufferCount * static_cast<size_t>(nRanks - 1));
+  // Also what the kernels take: a larger slot would be allocated, then refused by every launch.
+  slot = std::min(slot, kLamportMaxSlotBytes);
   return slot / kLamportVectorBytes * kLamportVectorBytes;
 }
+
+size_t proposedSlotBytes(int nRanks, int smArch, size_t oneShotOverride, size_t workspaceCapBytes) {
+  const size_t capSlot = maxSlotBytesForCap(nRanks, workspaceCapBytes);
+  const RoutingTable table = makeRoutingTable(nRanks, smArch, oneShotOverride, capSlot);
+  return (table.oneShotMaxBytes + kLamportVectorBytes - 1) / kLamportVectorBytes * kLamportVectorBytes;
+}
+
+namespace {
 
 bool samePeerProcess(const ExchangeRecord& a, const ExchangeRecord& b) {
   return a.hostHash == b.hostHash && a.processId == b.processId && a.processNonce == b.processNonce;
@@ -105,15 +117,13 @@ void prepareLocal(SetupState& s, const Config& config) {
     s.why = why;
     return;
   }
-  const size_t capSlot = maxSlotBytesForCap(lc.nRanks, config.workspaceMaxBytes);
   // Knobs first, then NCCL_LAMPORT_TUNING_FILE, then the built-in table (tuner/tuning_file.h).
   // Ranks whose files differ still agree: the slot (one-shot) and the two-shot bound are both
   // the minimum over ranks (decideFromRecords).
   const CrossoverOverrides overrides = crossoverOverrides(config.tuningFile, lc.nRanks, s.smArch,
                                                           config.oneShotMaxBytes, config.twoShotMaxBytes);
   s.mine.twoShotMaxBytes = overrides.twoShotMaxBytes;
-  const RoutingTable table = makeRoutingTable(lc.nRanks, s.smArch, overrides.oneShotMaxBytes, capSlot);
-  const size_t slotBytes = (table.oneShotMaxBytes + kLamportVectorBytes - 1) / kLamportVectorBytes * kLamportVectorBytes;
+  const size_t slotBytes = proposedSlotBytes(lc.nRanks, s.smArch, overrides.oneShotMaxBytes, config.workspaceMaxBytes);
   if (slotBytes == 0) {
     s.why = "workspace cap NCCL_LAMPORT_WORKSPACE_MAX_BYTES too small for any message";
     return;

@@ -10,6 +10,17 @@
 
 namespace nccl_lamport {
 
+/** Bytes of user message one slot may hold so that the whole workspace (control block and
+ *  3 buffers of nRanks - 1 slots, capBytes rounded down to the 2 MiB VMM granularity) stays under
+ *  capBytes, and at most kLamportMaxSlotBytes (what the kernels take); a multiple of 16, 0 when
+ *  not even one vector fits. */
+size_t maxSlotBytesForCap(int nRanks, size_t capBytes);
+
+/** The slot (bytes per sender in each buffer) this rank proposes in round 1: the one-shot
+ *  crossover (oneShotOverride if non-zero, else the built-in table for nRanks / smArch), capped
+ *  by what workspaceCapBytes holds, rounded up to 16 bytes; 0 when the cap holds no slot. */
+size_t proposedSlotBytes(int nRanks, int smArch, size_t oneShotOverride, size_t workspaceCapBytes);
+
 /** Before round 1: sets s.mine (identity, proposed slot and two-shot bound, export) and
  *  allocates and exports the workspace; capable = 1 only when all of it worked. */
 void prepareLocal(SetupState& s, const Config& config);
