@@ -27,8 +27,9 @@ namespace nccl_lamport {
 
 /** One batch of non-blocking communicators set up together, and its helper's progress. */
 struct DeferredBatch {
-  std::vector<ncclComm_t> comms;
-  std::vector<std::shared_ptr<LamportComm>> placeholders;  // registry entries until published
+  explicit DeferredBatch(const std::vector<ncclComm_t>& created) : comms(created), control(created) {}
+  const std::vector<ncclComm_t> comms;
+  std::vector<std::shared_ptr<LamportComm>> placeholders;  // registry entries until published, as comms
   SetupControl control;
   std::atomic<bool> ncclReady{false};  // NCCL reported every comm of the batch ready
   std::mutex doneMutex;
@@ -96,7 +97,8 @@ ncclResult_t pollComms(const std::vector<ncclComm_t>& comms, SetupControl* contr
         if (control->cancelled.load()) return ncclInvalidUsage;
       }
       for (size_t i = 0; i < comms.size(); ++i) {
-        if (settled[i]) continue;
+        // A communicator stopped meanwhile (aborted, revoked) is NCCL's alone from now on.
+        if (settled[i] || (control != nullptr && control->stopped(comms[i]))) continue;
         ncclResult_t state = ncclInProgress;
         ncclResult_t result = REAL_NCCL(ncclCommGetAsyncError)(comms[i], &state);
         if (result != ncclSuccess) return result;
@@ -125,9 +127,10 @@ void finishBatch(DeferredBatch& batch) {
 }
 
 /**
- * Replaces the placeholders of a batch that was not set up with final "stays on NCCL"
- * entries (new objects: callers may still hold a placeholder; no NCCL call: the batch may be
- * cancelled). Skips communicators aborted meanwhile: their handles may already be reused.
+ * Replaces the placeholders the set-up did not publish (NCCL never made the batch ready, a
+ * communicator was revoked during it, or the set-up failed) with final "stays on NCCL" entries
+ * (new objects: callers may still hold a placeholder; no NCCL call: the communicator may be
+ * stopped). Skips communicators aborted meanwhile: their handles may already be reused.
  */
 void publishOnNccl(DeferredBatch& batch, const std::string& why) {
   std::lock_guard<std::mutex> lock(batch.doneMutex);
@@ -160,9 +163,13 @@ void runBatch(const std::shared_ptr<DeferredBatch>& batch) noexcept try {
     setupWorkspaces(batch->comms, SetupOptions{/*nonBlocking=*/true, &batch->control});
   }
   if (batch->control.cancelled.load()) {
-    publishOnNccl(*batch, "set-up stopped: a communicator created together with this one was aborted or revoked");
+    publishOnNccl(*batch, "the set-up was cancelled");
   } else if (ready != ncclSuccess) {
     publishOnNccl(*batch, std::string("NCCL did not make the communicator ready: ") + ncclErrorText(ready));
+  } else {
+    // Only communicators revoked (or shrunk with NCCL_SHRINK_ABORT) during their set-up are
+    // left: the others of the batch were published by it, or aborted (nothing under the handle).
+    publishOnNccl(*batch, "set-up stopped: the communicator was revoked during it");
   }
   finishBatch(*batch);
 } catch (...) {
@@ -278,34 +285,38 @@ ncclResult_t waitUntilEnqueued(const std::vector<ncclComm_t>& comms, SetupContro
       comms, control, [](ncclResult_t state) { return state != ncclInProgress; }, deadlineFor(round));
 }
 
-cudaError_t waitForQuery(const std::function<cudaError_t()>& query, SetupControl* control, ExchangeRound round) {
+cudaError_t waitForQuery(const std::function<cudaError_t()>& query, SetupControl* control, ExchangeRound round,
+                         ncclComm_t comm) {
   // Round 1 is bounded like a Lamport kernel's wait: a peer that never joins the exchange must
-  // not keep this communicator "in progress" forever. Round 2 only stops when cancelled.
+  // not keep this communicator "in progress" forever. Round 2 only stops when this communicator
+  // is stopped (or the whole set-up cancelled): a sibling's abort does not end it.
   const Deadline deadline = deadlineFor(round);
   Backoff backoff;
   for (;;) {
     cudaError_t err = query();
     if (err != cudaErrorNotReady) return err;
-    if ((control != nullptr && control->cancelled.load()) || past(deadline)) return cudaErrorNotReady;
+    if ((control != nullptr && control->stopped(comm)) || past(deadline)) return cudaErrorNotReady;
     backoff.wait();
   }
 }
 
-cudaError_t waitStream(cudaStream_t stream, SetupControl* control, ExchangeRound round) {
+cudaError_t waitStream(cudaStream_t stream, SetupControl* control, ExchangeRound round, ncclComm_t comm) {
   if (control == nullptr) return cudaStreamSynchronize(stream);
-  return waitForQuery([stream] { return cudaStreamQuery(stream); }, control, round);
+  return waitForQuery([stream] { return cudaStreamQuery(stream); }, control, round, comm);
 }
 
-void startDeferredSetup(const std::vector<ncclComm_t>& comms) {
-  auto batch = std::make_shared<DeferredBatch>();
+void startDeferredSetup(const std::vector<ncclComm_t>& created) {
+  std::vector<ncclComm_t> comms;
+  for (ncclComm_t comm : created) {
+    if (comm != nullptr) comms.push_back(comm);
+  }
+  auto batch = std::make_shared<DeferredBatch>(comms);
   for (ncclComm_t comm : comms) {
-    if (comm == nullptr) continue;
     auto placeholder = std::make_unique<LamportComm>();
     placeholder->comm = comm;
     placeholder->nonBlocking = true;
     placeholder->reason = "non-blocking communicator: set-up waits for NCCL to report it ready";
     placeholder->setupPending.store(true, std::memory_order_relaxed);
-    batch->comms.push_back(comm);
     std::shared_ptr<LamportComm> shared(std::move(placeholder));
     batch->placeholders.push_back(shared);
     CommRegistry::instance().insertShared(shared);
@@ -346,10 +357,23 @@ void markGone(DeferredBatch& batch, ncclComm_t comm) {
   if (std::find(batch.gone.begin(), batch.gone.end(), comm) == batch.gone.end()) batch.gone.push_back(comm);
 }
 
-/** Under batch.control.ncclMutex: sets `cancelled`, and records comm as gone if it is. */
+/** Under batch.control.ncclMutex: stops the set-up for comm alone (the batch's other
+ *  communicators finish theirs with their peers, whose exchange includes them), and records comm
+ *  as gone if it is. A communicator handed to NCCL is no longer "in progress" for us: the program
+ *  gets NCCL's state for it at once, not after its siblings' set-up. */
 void cancelLocked(DeferredBatch& batch, ncclComm_t comm, CancelReason why) {
-  batch.control.cancelled.store(true);
-  if (why == CancelReason::kCommGoingAway) markGone(batch, comm);
+  batch.control.stop(comm);
+  if (why == CancelReason::kCommGoingAway) {
+    markGone(batch, comm);
+  } else {
+    for (const auto& placeholder : batch.placeholders) {
+      if (placeholder->comm == comm) placeholder->setupPending.store(false, std::memory_order_release);
+    }
+  }
+  // Calls and joins waiting on comm stop waiting (their predicate reads the stop): taking the
+  // mutex between the store and the notification keeps a waiter from missing it.
+  { std::lock_guard<std::mutex> lock(batch.doneMutex); }
+  batch.doneCv.notify_all();
 }
 
 }  // namespace
@@ -369,7 +393,7 @@ PendingCall waitForDeferredSetup(ncclComm_t comm, const std::function<ncclResult
     ncclResult_t state = ncclInProgress;
     // Again under the mutex: the set-up thread may have seen NCCL ready (and started the exchange
     // on this communicator) between the check above and this lock; NCCL must then not get the call.
-    if (!batch->ncclReady.load(std::memory_order_acquire) && !batch->control.cancelled.load() &&
+    if (!batch->ncclReady.load(std::memory_order_acquire) && !batch->control.stopped(comm) &&
         (REAL_NCCL(ncclCommGetAsyncError)(comm, &state) != ncclSuccess || state == ncclInProgress)) {
       *result = callNccl();
       if (destroysComm && *result == ncclSuccess) cancelLocked(*batch, comm, CancelReason::kCommGoingAway);
@@ -382,7 +406,9 @@ PendingCall waitForDeferredSetup(ncclComm_t comm, const std::function<ncclResult
     // NCCL_LAMPORT_TIMEOUT_MS is at most 30 days (common/knobs.h): no overflow in milliseconds.
     const uint64_t boundMs = globalConfig().timeoutMs + kCallWaitSlackMs;
     std::unique_lock<std::mutex> lock(batch->doneMutex);
-    if (!batch->doneCv.wait_for(lock, std::chrono::milliseconds(boundMs), [&] { return batch->done; })) {
+    // Also ends when comm alone was stopped: the set-up never touches it again.
+    if (!batch->doneCv.wait_for(lock, std::chrono::milliseconds(boundMs),
+                                [&] { return batch->done || batch->control.stopped(comm); })) {
       lock.unlock();
       LAMPORT_WARN("comm %p: the workspace set-up did not finish within %llu ms (a peer gone or stuck in its exchange); "
                    "the call is answered ncclInvalidArgument, as NCCL answers a communicator still in progress: "
@@ -436,7 +462,12 @@ bool joinDeferredSetup(ncclComm_t comm, uint64_t timeoutMs) {
 bool joinDetachedSetup(const DetachedSetup& batch, ncclComm_t comm, uint64_t timeoutMs) {
   if (batch == nullptr) return true;
   std::unique_lock<std::mutex> lock(batch->doneMutex);
-  if (batch->doneCv.wait_for(lock, std::chrono::milliseconds(timeoutMs), [&] { return batch->done; })) return true;
+  // A stopped comm is let go of at once (no NCCL call on it again; the set-up frees what it
+  // allocated for it when it ends, with its siblings).
+  if (batch->doneCv.wait_for(lock, std::chrono::milliseconds(timeoutMs),
+                             [&] { return batch->done || batch->control.stopped(comm); })) {
+    return true;
+  }
   LAMPORT_WARN("comm %p: the deferred workspace set-up did not stop within %llu ms; it ends on its own",
                static_cast<void*>(comm), static_cast<unsigned long long>(timeoutMs));
   return false;

@@ -60,10 +60,11 @@ enum class CancelReason {
 };
 
 /**
- * Stops comm's deferred set-up: once this returns, the helper never calls NCCL on any
- * communicator of that batch again and registers none of them, so the batch's other
- * communicators stay on NCCL on this rank (the set-up is one grouped exchange for the whole
- * batch; their peers' set-up then ends at its timeout). Call before the real NCCL function.
+ * Stops comm's deferred set-up: once this returns, the helper never calls NCCL on comm again,
+ * stops waiting for it and registers nothing of its own for it (kHandedToNccl: an OFF entry, and
+ * comm is no longer "in progress" for us). The batch's other communicators finish both exchange
+ * rounds with their peers, whose grouped exchange includes them. Call before the real NCCL
+ * function.
  */
 void cancelDeferredSetup(ncclComm_t comm, CancelReason why);
 
@@ -93,8 +94,10 @@ bool calledFromNccl(const void* returnAddress);
  *  collected yet (ncclCommDestroy / ncclCommAbort of comm, before NCCL frees the handle). */
 void forgetPendingChildren(ncclComm_t comm);
 
-/** Waits up to timeoutMs for comm's set-up (finished or cancelled) to end, its buffers freed, and
- *  forgets it; false if it is still running (it then ends on its own). */
+/** Waits up to timeoutMs until comm's set-up has ended, or let go of comm once it was stopped
+ *  (no NCCL call on it again; what it allocated for comm goes when the set-up ends, with the
+ *  batch's other communicators), and forgets it; false if it still uses comm (it then ends on
+ *  its own). */
 bool joinDeferredSetup(ncclComm_t comm, uint64_t timeoutMs);
 
 /** A communicator's set-up, held by object rather than by handle (null when it had none). For
@@ -110,8 +113,8 @@ DetachedSetup findDeferredSetup(ncclComm_t comm);
  *  communicator created at the same address may have replaced it. */
 void forgetDeferredSetupIfSame(ncclComm_t comm, const DetachedSetup& setup);
 
-/** joinDeferredSetup for a set-up held by object: waits up to timeoutMs; true if it ended (or
- *  there was none). comm is only logged. */
+/** joinDeferredSetup for a set-up held by object: waits up to timeoutMs; true if it ended or let
+ *  go of comm (or there was none). */
 bool joinDetachedSetup(const DetachedSetup& setup, ncclComm_t comm, uint64_t timeoutMs);
 
 }  // namespace nccl_lamport

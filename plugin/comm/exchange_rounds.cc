@@ -18,7 +18,7 @@ class CudaRoundDevice : public RoundDevice {
     return cudaMemcpyAsync(s.sendDev, host, bytes, cudaMemcpyHostToDevice, s.stream);
   }
   cudaError_t waitIdle(SetupState& s, SetupControl* control, ExchangeRound round) override {
-    return waitStream(s.stream, control, round);
+    return waitStream(s.stream, control, round, s.comm);
   }
   cudaError_t download(SetupState& s, void* host, size_t bytes) override {
     // The stream is idle by now (waitIdle comes first), and a copy into pageable memory returns
@@ -29,6 +29,12 @@ class CudaRoundDevice : public RoundDevice {
 
 /** s takes part in a round: it has its buffers, and round 1 did not leave its stream stuck. */
 bool takesPart(RoundDevice& device, const SetupState& s) { return device.hasBuffers(s) && !s.roundOneIncomplete; }
+
+/** s's communicator was aborted or revoked during the set-up: nothing more of the set-up's is
+ *  done on it (under control->ncclMutex where NCCL is called), its siblings go on. */
+bool stopped(const SetupOptions& options, const SetupState& s) {
+  return options.control != nullptr && options.control->stopped(s.comm);
+}
 
 /** The grouped all-gather itself: under the control's mutex, skipped once cancelled. Returns the
  *  group's result; (*refused)[i]: NCCL refused states[i]'s all-gather, which is then not part of it. */
@@ -47,7 +53,7 @@ ncclResult_t issueAllGather(std::vector<std::unique_ptr<SetupState>>& states, si
   std::vector<ncclComm_t> comms;
   for (size_t i = 0; i < states.size(); ++i) {
     SetupState& s = *states[i];
-    if (!takesPart(device, s)) continue;
+    if (!takesPart(device, s) || stopped(options, s)) continue;
     cudaSetDevice(s.lc->cudaDev);
     (*refused)[i] = REAL_NCCL(ncclAllGather)(s.sendDev, s.recvDev, bytes, ncclUint8, s.comm, s.stream);
     if ((*refused)[i] == ncclSuccess) comms.push_back(s.comm);
@@ -70,7 +76,7 @@ void exchangeRound(std::vector<std::unique_ptr<SetupState>>& states, size_t byte
                    ExchangeRound round, const RoundFill& fill, const RoundTake& take) {
   RoundDevice& device = options.device != nullptr ? *options.device : cudaRoundDevice();
   for (auto& s : states) {
-    if (!takesPart(device, *s)) continue;
+    if (!takesPart(device, *s) || stopped(options, *s)) continue;
     cudaSetDevice(s->lc->cudaDev);
     std::vector<char> host(bytes, 0);
     guardedStep(*s, "workspace exchange", [&] { fill(*s, host.data()); });
@@ -81,6 +87,10 @@ void exchangeRound(std::vector<std::unique_ptr<SetupState>>& states, size_t byte
   for (size_t i = 0; i < states.size(); ++i) {
     auto& s = states[i];
     const ncclResult_t result = groupResult != ncclSuccess ? groupResult : refused[i];
+    if (stopped(options, *s)) {  // not published either; whether it was in this round or not
+      s->proceed = false;
+      continue;
+    }
     if (!device.hasBuffers(*s)) {
       if (s->why.empty()) s->why = "no device buffers for the workspace exchange";
       continue;

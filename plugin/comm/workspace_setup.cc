@@ -75,7 +75,8 @@ void setupWorkspaces(const std::vector<ncclComm_t>& comms, const SetupOptions& o
     if (options.control->cancelled.load()) return;
   }
   for (ncclComm_t comm : comms) {
-    if (comm == nullptr) continue;
+    // An aborted or revoked one is NCCL's alone; those created with it are set up all the same.
+    if (comm == nullptr || (options.control != nullptr && options.control->stopped(comm))) continue;
     auto s = std::make_unique<SetupState>();
     s->comm = comm;
     s->lc = std::make_unique<LamportComm>();
@@ -142,14 +143,13 @@ void setupWorkspaces(const std::vector<ncclComm_t>& comms, const SetupOptions& o
         }
       });
 
-  // Under the control's mutex, so a cancel either comes first (nothing is registered) or after
+  // Under the control's mutex, so a stop either comes first (nothing is registered) or after
   // (the canceller's releaseComm removes what was).
   std::unique_lock<std::mutex> publishing;
   if (options.control != nullptr) publishing = std::unique_lock<std::mutex>(options.control->ncclMutex);
-  const bool cancelled = options.control != nullptr && options.control->cancelled.load();
   for (auto& s : states) {
     cudaSetDevice(s->lc->cudaDev);
-    if (cancelled) {
+    if (options.control != nullptr && options.control->stopped(s->comm)) {
       // Aborted or destroyed meanwhile: the handle may already be reused by a new communicator.
       releaseResources(*s->lc);
       continue;

@@ -95,6 +95,7 @@ set_tests_properties(shim_lifecycle.threads-churn-late-children PROPERTIES LABEL
 # stand-in (tests/unit/setup_test_support.h).
 add_executable(shim_setup_waits ${CMAKE_CURRENT_LIST_DIR}/../unit/test_setup_waits.cc
                                 ${CMAKE_CURRENT_LIST_DIR}/../unit/test_setup_rounds.cc
+                                ${CMAKE_CURRENT_LIST_DIR}/../unit/test_setup_stops.cc
                                 ${CMAKE_CURRENT_LIST_DIR}/../unit/test_tuner_bind.cc)
 target_include_directories(shim_setup_waits PRIVATE ${PROJECT_SOURCE_DIR})
 # Linked to the stand-in: the plugin finds its pnccl* in the global scope (no dlopen by path).

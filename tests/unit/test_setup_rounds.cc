@@ -20,6 +20,7 @@
 #include "plugin/comm/setup_control.h"
 #include "plugin/comm/workspace_setup.h"
 #include "tests/unit/setup_test_support.h"
+#include "tests/unit/stand_in_round_device.h"
 
 namespace {
 
@@ -27,71 +28,8 @@ using nccl_lamport::ExchangeRound;
 using nccl_lamport::SetupControl;
 using nccl_lamport::SetupState;
 using setup_test::fakeComm;
-using setup_test::within;
-
-/** Round index (0, 1) of a block of `bytes`: records in round 1, ok words in round 2. */
-int roundOf(size_t bytes) { return bytes == sizeof(nccl_lamport::ExchangeRecord) ? 0 : 1; }
-
-/**
- * The device side of the rounds without a GPU. Round r's all-gather finishes while it is waited
- * for when finishes[r], else never (a gone peer): the wait then ends only by the round's own
- * bound (the product's waitForQuery). Counts each step per round, and the read-backs made
- * before the all-gather finished (a copy into pageable memory would block there, unbounded).
- */
-class StandInDevice : public nccl_lamport::RoundDevice {
- public:
-  bool finishes[2] = {true, true};
-  std::function<void(SetupState&)> atRoundOneUpload;  // before round 1's all-gather is issued
-  std::atomic<int> uploads[2] = {}, waits[2] = {}, downloads[2] = {}, downloadsBeforeDone[2] = {};
-
-  bool hasBuffers(const SetupState&) override { return true; }
-  cudaError_t upload(SetupState& s, const void* host, size_t bytes) override {
-    round_ = roundOf(bytes);
-    done_ = false;
-    ++uploads[round_];
-    const char* p = static_cast<const char*>(host);
-    block_.assign(p, p + bytes);
-    if (round_ == 0 && atRoundOneUpload) atRoundOneUpload(s);
-    return cudaSuccess;
-  }
-  cudaError_t waitIdle(SetupState&, SetupControl* control, ExchangeRound round) override {
-    const int r = round == ExchangeRound::kFirst ? 0 : 1;
-    ++waits[r];
-    if (finishes[r]) {
-      done_ = true;
-      return cudaSuccess;
-    }
-    return nccl_lamport::waitForQuery([] { return cudaErrorNotReady; }, control, round);
-  }
-  cudaError_t download(SetupState&, void* host, size_t bytes) override {
-    ++downloads[round_];
-    if (!done_) ++downloadsBeforeDone[round_];
-    // A 2-rank all-gather of two identical blocks.
-    for (size_t at = 0; at + block_.size() <= bytes; at += block_.size()) {
-      memcpy(static_cast<char*>(host) + at, block_.data(), block_.size());
-    }
-    return cudaSuccess;
-  }
-
- private:
-  int round_ = 0;
-  bool done_ = false;
-  std::vector<char> block_;
-};
-
-/** setupWorkspaces({comm}) as the deferred set-up runs it, on a thread of its own; true if it
- *  returned within 5 s. */
-bool setUpWithin5s(ncclComm_t comm, const std::shared_ptr<SetupControl>& control,
-                   const std::shared_ptr<StandInDevice>& device) {
-  return within<bool>(std::chrono::seconds(5), [comm, control, device] {
-           nccl_lamport::SetupOptions options;
-           options.nonBlocking = true;
-           options.control = control.get();
-           options.device = device.get();
-           nccl_lamport::setupWorkspaces({comm}, options);
-           return true;
-         }).has_value();
-}
+using setup_test::setUpWithin5s;
+using setup_test::StandInDevice;
 
 /** Lets a set-up still waiting (the test failed) end, and forgets comm's entry. */
 void cleanUp(ncclComm_t comm, const std::shared_ptr<SetupControl>& control) {
@@ -108,7 +46,7 @@ TEST(SetupRounds, TheReadBackWaitsUntilTheAllGatherFinished) {
   ASSERT_NE(comm, nullptr);
   auto control = std::make_shared<SetupControl>();
   auto device = std::make_shared<StandInDevice>();
-  ASSERT_TRUE(setUpWithin5s(comm, control, device));
+  ASSERT_TRUE(setUpWithin5s({comm}, control, device));
   for (int r = 0; r < 2; ++r) {
     EXPECT_EQ(device->downloads[r].load(), 1) << "round " << r + 1;
     EXPECT_EQ(device->downloadsBeforeDone[r].load(), 0)
@@ -126,7 +64,7 @@ TEST(SetupRounds, ARoundOneStreamGiveUpEndsTheSetUpWithTheCommunicatorFailed) {
   auto control = std::make_shared<SetupControl>();
   auto device = std::make_shared<StandInDevice>();
   device->finishes[0] = device->finishes[1] = false;
-  EXPECT_TRUE(setUpWithin5s(comm, control, device))
+  EXPECT_TRUE(setUpWithin5s({comm}, control, device))
       << "round 1 gave up after " << setup_test::kTimeoutMs << " ms, but the set-up did not end";
   EXPECT_EQ(device->waits[0].load(), 1);
   EXPECT_EQ(device->uploads[1].load() + device->waits[1].load(), 0) << "round 2 ran after round 1 gave up";
@@ -170,7 +108,7 @@ TEST(SetupRounds, ARoundOneEnqueueGiveUpEndsTheSetUpWithTheCommunicatorFailed) {
   device->finishes[0] = device->finishes[1] = false;
   gBusyFromGroupEnd.store(comm);
   fakeSetHelperCallHook(busyFromGroupEnd);
-  EXPECT_TRUE(setUpWithin5s(comm, control, device))
+  EXPECT_TRUE(setUpWithin5s({comm}, control, device))
       << "round 1's enqueue gave up after " << setup_test::kTimeoutMs << " ms, but the set-up did not end";
   fakeSetHelperCallHook(nullptr);
   gBusyFromGroupEnd.store(nullptr);
@@ -187,8 +125,10 @@ TEST(SetupRounds, ARoundOneAllGatherNcclRefusedEndsTheSetUpWithTheCommunicatorFa
   auto control = std::make_shared<SetupControl>();
   auto device = std::make_shared<StandInDevice>();
   device->finishes[0] = device->finishes[1] = false;
-  device->atRoundOneUpload = [](SetupState& s) { fakeCommBusyFor(s.comm, 3600 * 1000); };
-  EXPECT_TRUE(setUpWithin5s(comm, control, device)) << "the set-up did not end after NCCL refused round 1";
+  device->onStep = [](const char* step, int round, SetupState& s) {
+    if (round == 0 && strcmp(step, "upload") == 0) fakeCommBusyFor(s.comm, 3600 * 1000);
+  };
+  EXPECT_TRUE(setUpWithin5s({comm}, control, device)) << "the set-up did not end after NCCL refused round 1";
   expectEndedWithoutRoundTwo(comm, *device);
   cleanUp(comm, control);
 }
