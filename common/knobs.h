@@ -63,7 +63,8 @@ constexpr uint64_t kNoKnobMaximum = std::numeric_limits<uint64_t>::max();
       "a process that loaded us only as NCCL's tuner (NCCL 2.28+) hooks NCCL's entry points; 0: tuner only")\
   NCCL_LAMPORT_KNOB(rendezvousTimeoutMs, Ms, "NCCL_LAMPORT_RENDEZVOUS_TIMEOUT_MS", 10000, "10000",    \
       "ms", 1, ::nccl_lamport::kMaxTimeoutMs,                                                         \
-      "tuner activation: how long a communicator's ranks wait for each other in the tuner's init")   \
+      "how long a communicator's ranks wait for each other in the tuner's init (tuner activation), "  \
+      "and for each peer's workspace handle in any set-up")                                           \
   NCCL_LAMPORT_KNOB(baselineKernel, Bool, "NCCL_LAMPORT_BASELINE_KERNEL", false, "0", "bool", 0, 0,    \
       "on: the one-shot kernel of 2026-12-01 instead of the default one (A/B timing only)")          \
   NCCL_LAMPORT_KNOB(testSharedGpu, Bool, "NCCL_LAMPORT_TEST_SHARED_GPU", false, "0", "bool", 0, 0,     \

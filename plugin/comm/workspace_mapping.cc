@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -22,9 +24,6 @@
 namespace nccl_lamport {
 
 namespace {
-
-// How long one rank waits for a peer to fetch or serve a file descriptor during set-up.
-constexpr int kFdExchangeTimeoutMs = 60000;
 
 uint64_t fnv1a(const std::string& text, uint64_t hash = 1469598103934665603ull) {
   for (unsigned char c : text) {
@@ -65,6 +64,12 @@ size_t maxSlotBytesForCap(int nRanks, size_t capBytes) {
   // Also what the kernels take: a larger slot would be allocated, then refused by every launch.
   slot = std::min(slot, kLamportMaxSlotBytes);
   return slot / kLamportVectorBytes * kLamportVectorBytes;
+}
+
+int fdExchangeTimeoutMs(const Config& config) {
+  // The ranks meet here as they do in tuner activation's rendezvous, inside NCCL's init: the same
+  // bound, not a minute per peer.
+  return static_cast<int>(std::min<uint64_t>(config.rendezvousTimeoutMs, INT_MAX));
 }
 
 size_t proposedSlotBytes(int nRanks, int smArch, size_t oneShotOverride, size_t workspaceCapBytes) {
@@ -149,15 +154,16 @@ void prepareLocal(SetupState& s, const Config& config) {
 /** Starts serving our descriptor to the peers in other processes. Every communicator of a
  *  set-up serves before any fetches, so two processes that set up several communicators in
  *  different orders never wait on each other's servers. */
-void startServing(SetupState& s) {
+void startServing(SetupState& s, const Config& config) {
   const LamportComm& lc = *s.lc;
   int remoteProcessPeers = 0;
   for (int r = 0; r < lc.nRanks; ++r) {
     if (r != lc.rank && !samePeerProcess(s.records[r], s.mine)) ++remoteProcessPeers;
   }
   if (remoteProcessPeers == 0) return;
+  const int timeoutMs = fdExchangeTimeoutMs(config);
   s.serverThread = std::thread(
-      [&s, remoteProcessPeers] { s.served = s.server.serve(s.exportedFd, remoteProcessPeers, kFdExchangeTimeoutMs); });
+      [&s, remoteProcessPeers, timeoutMs] { s.served = s.server.serve(s.exportedFd, remoteProcessPeers, timeoutMs); });
 }
 
 /** Checks links and maps every peer's workspace. Keeps fetching after a failure, so no peer's
@@ -175,7 +181,8 @@ void mapPeers(SetupState& s, const Config& config) {
       if (!ok) continue;
     } else {
       // Always fetch: the peer's server counts us among its clients.
-      int fd = receiveFd(peer.serverName, kFdExchangeTimeoutMs);
+      // The peer's server listened before round 1: a refused connection means it is gone.
+      int fd = receiveFd(peer.serverName, fdExchangeTimeoutMs(config), FdServerState::kListening);
       if (fd < 0) {
         if (ok) s.why = "cannot receive rank " + std::to_string(r) + "'s workspace handle";
         ok = false;

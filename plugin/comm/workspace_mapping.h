@@ -25,9 +25,13 @@ size_t proposedSlotBytes(int nRanks, int smArch, size_t oneShotOverride, size_t 
  *  allocates and exports the workspace; capable = 1 only when all of it worked. */
 void prepareLocal(SetupState& s, const Config& config);
 
+/** How long a rank waits for one peer to fetch its descriptor, or to serve one, during the
+ *  set-up (ms). */
+int fdExchangeTimeoutMs(const Config& config);
+
 /** Starts serving our descriptor to the peers in other processes (a thread, joined by
- *  finishLocal). */
-void startServing(SetupState& s);
+ *  finishLocal), each given fdExchangeTimeoutMs(config) to fetch it. */
+void startServing(SetupState& s, const Config& config);
 
 /** Maps every peer's workspace and checks the links; sets s.localOk. */
 void mapPeers(SetupState& s, const Config& config);

@@ -107,7 +107,7 @@ void setupWorkspaces(const std::vector<ncclComm_t>& comms, const SetupOptions& o
       });
 
   for (auto& s : states) {
-    if (s->proceed) guardedStep(*s, "serving the workspace handle", [&] { startServing(*s); });
+    if (s->proceed) guardedStep(*s, "serving the workspace handle", [&] { startServing(*s, config); });
   }
   for (auto& s : states) {
     if (s->proceed) guardedStep(*s, "mapping the peers", [&] { mapPeers(*s, config); });
@@ -195,7 +195,7 @@ std::unique_ptr<LamportComm> setupWorkspaceOverExchange(int nRanks, int cudaDev,
   // Every rank got the same records, so every rank takes part in round 2 or none does, whatever
   // a local step below does to s->proceed.
   if (s->proceed) {
-    guardedStep(*s, "serving the workspace handle", [&] { startServing(*s); });
+    guardedStep(*s, "serving the workspace handle", [&] { startServing(*s, config); });
     if (s->proceed) guardedStep(*s, "mapping the peers", [&] { mapPeers(*s, config); });
     if (s->proceed) guardedStep(*s, "preparing the kernels", [&] { finishLocal(*s); });
     // Round 2: one ok word per rank.

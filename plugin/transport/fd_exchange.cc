@@ -297,7 +297,7 @@ bool FdServer::serve(int fd, int clients, int timeoutMs) {
   return ok;
 }
 
-int receiveFd(const std::string& name, int timeoutMs) {
+int receiveFd(const std::string& name, int timeoutMs, FdServerState server) {
   struct sockaddr_un addr;
   socklen_t addrLen = 0;
   if (!makeAddress(name, &addr, &addrLen)) {
@@ -306,7 +306,7 @@ int receiveFd(const std::string& name, int timeoutMs) {
   }
   const int64_t deadline = nowMs() + (timeoutMs > 0 ? timeoutMs : 0);
 
-  // 1. Connect, retrying while the server is not (yet) there or its backlog is full.
+  // 1. Connect, retrying while its backlog is full or the server may not be there yet.
   int sock = -1;
   int backoffMs = 1;
   for (;;) {
@@ -337,7 +337,10 @@ int receiveFd(const std::string& name, int timeoutMs) {
     if (err == 0) break;
     closeFd(sock);
     sock = -1;
-    bool retry = err == ECONNREFUSED || err == ENOENT || err == EAGAIN || err == EINTR;
+    // A full backlog (EAGAIN) is always worth another try; no listener only while the server may
+    // still be opening.
+    const bool noListener = err == ECONNREFUSED || err == ENOENT;
+    bool retry = err == EAGAIN || err == EINTR || (noListener && server == FdServerState::kMayNotListenYet);
     if (!retry || remainingMs(deadline) == 0) {
       LAMPORT_WARN("fd exchange: cannot connect to @%s: %s", name.c_str(),
                    retry ? "timed out" : std::strerror(err));

@@ -34,7 +34,15 @@ class FdServer {
   int listenFd_ = -1;
 };
 
-/** Connects to the FdServer called `name` and receives one descriptor. -1 on error or timeout. */
-int receiveFd(const std::string& name, int timeoutMs);
+/** What a refused connection tells receiveFd about the server. */
+enum class FdServerState {
+  kMayNotListenYet,  // it may open later: a refused connection is retried until the timeout
+  kListening,        // it listened before its name was handed out (the workspace set-up opens it
+                     // before round 1): a refused connection means it is gone, not retried
+};
+
+/** Connects to the FdServer called `name` and receives one descriptor, within timeoutMs. -1 on
+ *  error or timeout. */
+int receiveFd(const std::string& name, int timeoutMs, FdServerState server = FdServerState::kMayNotListenYet);
 
 }  // namespace nccl_lamport

@@ -83,6 +83,20 @@ TEST(FdExchange, ReceiveFromMissingServerTimesOut) {
   EXPECT_LT(elapsedMs(start), 500);
 }
 
+// The workspace set-up fetches from servers that listened before their names were exchanged: a
+// refused connection there means the peer's process (or its server) is gone, and waiting the
+// whole timeout for it, peer after peer, only delays the communicator's init.
+TEST(FdExchange, ReceiveFromAServerThatIsGoneDoesNotWait) {
+  std::string name;
+  {
+    FdServer server;
+    ASSERT_TRUE(server.open(&name));
+  }  // closed: its name is free again
+  const auto start = Clock::now();
+  EXPECT_EQ(receiveFd(name, 3000, FdServerState::kListening), -1);
+  EXPECT_LT(elapsedMs(start), 1000) << "retried a refused connection to a server known to have listened";
+}
+
 TEST(FdExchange, ReceiveFromServerThatNeverServesTimesOut) {
   // Connected (queued in the backlog) but never answered: bounded by the timeout.
   FdServer server;

@@ -1,11 +1,15 @@
-// How big a rank's Lamport workspace slot is (plugin/comm/workspace_mapping.h): never more than the
-// workspace cap holds nor more than the kernels take, so a large crossover knob shrinks to fit
-// (README, NCCL_LAMPORT_WORKSPACE_MAX_BYTES) instead of allocating a workspace the kernels refuse.
-// No GPU: the sizing is arithmetic on the knobs.
+// The bounds of a rank's side of the set-up that come from the knobs (plugin/comm/workspace_mapping.h):
+// the slot is never more than the workspace cap holds nor more than the kernels take, so a large
+// crossover knob shrinks to fit (README, NCCL_LAMPORT_WORKSPACE_MAX_BYTES) instead of allocating a
+// workspace the kernels refuse; the descriptor exchange with the peers is bounded by
+// NCCL_LAMPORT_RENDEZVOUS_TIMEOUT_MS. No GPU: arithmetic on the knobs.
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cstddef>
+#include <cstdint>
 
+#include "common/config.h"
 #include "kernels/lamport_layout.h"
 #include "plugin/comm/workspace_mapping.h"
 
@@ -36,6 +40,18 @@ TEST(WorkspaceSizing, TheCapStillBoundsTheSlot) {
   EXPECT_LE(nccl_lamport::LamportLayout({2, nccl_lamport::maxSlotBytesForCap(2, size_t{64} << 20)}).totalBytes(),
             size_t{64} << 20);
   EXPECT_EQ(nccl_lamport::proposedSlotBytes(2, 90, 0, 200), 0u);
+}
+
+// One peer's descriptor fetch (or serve) during set-up is bounded like the rest of the
+// host-local meeting, NCCL_LAMPORT_RENDEZVOUS_TIMEOUT_MS (10 s by default), not a minute per peer
+// inside NCCL's init.
+TEST(WorkspaceMapping, TheFdExchangeIsBoundedByTheRendezvousTimeout) {
+  nccl_lamport::Config config;
+  EXPECT_EQ(nccl_lamport::fdExchangeTimeoutMs(config), 10000);
+  config.rendezvousTimeoutMs = 1234;
+  EXPECT_EQ(nccl_lamport::fdExchangeTimeoutMs(config), 1234);
+  config.rendezvousTimeoutMs = uint64_t{30} * 24 * 3600 * 1000;  // the knob's largest value
+  EXPECT_EQ(nccl_lamport::fdExchangeTimeoutMs(config), INT_MAX);
 }
 
 }  // namespace
