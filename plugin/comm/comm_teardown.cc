@@ -121,13 +121,15 @@ void releaseCommEntry(std::shared_ptr<LamportComm> lc, bool aborting) {
   }
   LAMPORT_INFO(kSubsysInit, "%s: %llu allreduce calls ran on Lamport kernels, %llu went to NCCL", name,
                static_cast<unsigned long long>(lc->lamportCalls.load()), static_cast<unsigned long long>(lc->ncclCalls.load()));
-  if (!lc->eligible) return;
+  if (!lc->eligible && !lc->setupFailed) return;
   // An abort must return promptly (our kernels stop within microseconds once the flag is set);
   // a destroy waits as long as one of our kernels may legitimately wait for its peers. Only this
   // communicator's own kernels count: another one stuck on a dead peer, or a long kernel of the
-  // user, must neither hold this tear-down nor make it leak the workspace.
+  // user, must neither hold this tear-down nor make it leak the workspace. A failed set-up's
+  // own work is the exchange all-gather NCCL ran on the device, which only the device covers.
   const uint64_t waitMs = aborting ? 2000 : globalConfig().timeoutMs + 1000;
-  if (!waitForOwnWork(*lc, waitMs)) {
+  const bool idle = lc->setupFailed ? waitForDevice(lc->cudaDev, waitMs) : waitForOwnWork(*lc, waitMs);
+  if (!idle) {
     LAMPORT_WARN("%s: its Lamport kernels on cudaDev %d still run after %llu ms; keeping its workspace (%zu bytes) "
                  "mapped rather than freeing memory a kernel may still use",
                  name, lc->cudaDev, static_cast<unsigned long long>(waitMs), lc->local.size());

@@ -76,7 +76,10 @@ void settleVerdict(SetupState& s, bool allOk) {
     lc.eligible = true;
     lc.reason = "Lamport one-shot up to " + std::to_string(lc.table.oneShotMaxBytes) + " bytes";
   } else {
-    releaseResources(lc);
+    // A failed exchange may have left its all-gather stuck on the device, and freeing the
+    // workspace (unmapping) would wait for it, with the communicator still "in progress" for the
+    // program: its tear-down frees it, after NCCL's abort (releaseCommEntry).
+    if (!lc.setupFailed) releaseResources(lc);
     lc.eligible = false;
     lc.reason = s.why.empty() ? std::string("a peer could not set up its workspace") : s.why;
   }

@@ -12,7 +12,8 @@ namespace nccl_lamport {
 void decideFromRecords(SetupState& s);
 
 /** Fills in the final verdict on s.lc (eligible or not, the reason, the routing table and the
- *  launch template; frees the resources of a communicator that stays on NCCL). Logs nothing. */
+ *  launch template; frees the resources of a communicator that stays on NCCL, but for a failed
+ *  set-up's, which its tear-down frees). Logs nothing. */
 void settleVerdict(SetupState& s, bool allOk);
 
 }  // namespace nccl_lamport

@@ -147,15 +147,23 @@ void setupWorkspaces(const std::vector<ncclComm_t>& comms, const SetupOptions& o
   // (the canceller's releaseComm removes what was).
   std::unique_lock<std::mutex> publishing;
   if (options.control != nullptr) publishing = std::unique_lock<std::mutex>(options.control->ncclMutex);
+  std::vector<std::unique_ptr<LamportComm>> unpublished;
   for (auto& s : states) {
     cudaSetDevice(s->lc->cudaDev);
     if (options.control != nullptr && options.control->stopped(s->comm)) {
       // Aborted or destroyed meanwhile: the handle may already be reused by a new communicator.
-      releaseResources(*s->lc);
+      unpublished.push_back(std::move(s->lc));
       continue;
     }
     s->lc->setupFailed = s->roundOneIncomplete;
     publish(*s, s->proceed && s->localOk);
+  }
+  if (publishing.owns_lock()) publishing.unlock();
+  // Freed without the mutex: unmapping may wait for the device (an aborted communicator's stuck
+  // exchange, until NCCL's abort stops it), and the next abort must not wait for that.
+  for (auto& lc : unpublished) {
+    cudaSetDevice(lc->cudaDev);
+    releaseResources(*lc);
   }
   states.clear();
 }

@@ -1,7 +1,7 @@
 // The communicator registry (plugin/comm/comm_registry.h) and the teardown entry points that only
 // touch it (plugin/comm/comm_teardown.h: requestAbort, markFinalized, handOverToNccl,
-// releaseComm of a communicator we never accelerated), linked from lamport_internal as the shared
-// object links them. No NCCL, no GPU: handles are made-up addresses, host flags plain memory.
+// releaseComm of a communicator we never accelerated, and of one whose set-up failed), linked from
+// lamport_internal as the shared object links them. No NCCL, no GPU: handles are made-up addresses, host flags plain memory.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -12,6 +12,8 @@
 
 #include "plugin/comm/comm_registry.h"
 #include "plugin/comm/comm_teardown.h"
+#include "plugin/comm/setup_state.h"
+#include "plugin/comm/setup_verdict.h"
 
 namespace nccl_lamport {
 namespace {
@@ -202,6 +204,25 @@ TEST_F(CommRegistryTest, ReleasingAnIneligibleCommForgetsIt) {
   EXPECT_EQ(lc.use_count(), 1);
   releaseComm(a, /*aborting=*/true);  // already gone: no-op
   releaseCommEntry(nullptr, false);
+}
+
+// A set-up whose exchange did not complete may have left its all-gather stuck on the device, and
+// unmapping the workspace then waits for it: published with the communicator "failed", the
+// workspace stays with the entry, and the tear-down (after NCCL's abort stopped that all-gather)
+// frees it. A peer mapping that maps nothing stands for the workspace here.
+TEST_F(CommRegistryTest, AFailedSetUpsWorkspaceIsFreedAtItsTearDownNotWhenPublished) {
+  SetupState s;
+  s.lc = std::make_unique<LamportComm>();
+  s.lc->comm = handle(30);
+  s.lc->nRanks = 2;
+  s.lc->setupFailed = true;
+  s.lc->peers.push_back(std::make_unique<PeerMapping>());
+  settleVerdict(s, /*allOk=*/false);
+  EXPECT_FALSE(s.lc->eligible);
+  EXPECT_EQ(s.lc->peers.size(), 1u) << "freed when the failed set-up was published";
+  std::shared_ptr<LamportComm> entry(std::move(s.lc));
+  releaseCommEntry(entry, /*aborting=*/true);
+  EXPECT_TRUE(entry->peers.empty()) << "not freed at the tear-down";
 }
 
 }  // namespace
