@@ -3,7 +3,8 @@
 # NCCL_LAMPORT_SANITIZE=address,undefined runs every CPU test but those that load our object into
 # an uninstrumented interpreter (ctypes, Python) or inspect the release binaries; a build with
 # NCCL_LAMPORT_SANITIZE=thread runs the registry / set-up / tear-down scenarios (stand-in NCCL,
-# several threads): shim_lifecycle.*, SetupWaits.*. Any report fails the run (halt_on_error).
+# several threads): shim_lifecycle.*, and shim_setup_waits' SetupWaits.*, SetupRounds.*,
+# SetupStops.*, TunerBind.*, SetupOverExchange.*. Any report fails the run (halt_on_error).
 # Sanitizer builds load NCCL without RTLD_DEEPBIND (the runtimes refuse it: real_nccl.cc).
 # Usage: tests/reliability/sanitize.sh [asan|tsan|all] [BUILD_PREFIX (default build-)]
 # ASAN_TARGETS / ASAN_TESTS (a ctest -R regex): a subset for the ASan build, where time is short.
@@ -80,7 +81,8 @@ if [ "$which" = tsan ] || [ "$which" = all ]; then
   dir="${prefix}tsan"
   configure_and_build "$dir" "thread" "nccl-lamport shim_lifecycle_scenarios shim_lifecycle_concurrency shim_setup_waits"
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
-    run_ctest "$dir" "ThreadSanitizer" -R 'shim_lifecycle|SetupWaits' -E "$slow_ready|$tsan_unsuitable" || status=1
+    run_ctest "$dir" "ThreadSanitizer" -R 'shim_lifecycle|SetupWaits|SetupRounds|SetupStops|TunerBind|SetupOverExchange' \
+      -E "$slow_ready|$tsan_unsuitable" || status=1
   # These call before the stand-in NCCL's communicator is ready (30 ms by default): more
   # than an instrumented init takes here, so they get 1 s.
   FAKE_READY_MS=1000 TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
