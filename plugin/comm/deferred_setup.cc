@@ -410,9 +410,9 @@ PendingCall waitForDeferredSetup(ncclComm_t comm, const std::function<ncclResult
     if (!batch->doneCv.wait_for(lock, std::chrono::milliseconds(boundMs),
                                 [&] { return batch->done || batch->control.stopped(comm); })) {
       lock.unlock();
-      LAMPORT_WARN("comm %p: the workspace set-up did not finish within %llu ms (a peer gone or stuck in its exchange); "
-                   "the call is answered ncclInvalidArgument, as NCCL answers a communicator still in progress: "
-                   "abort it",
+      LAMPORT_WARN("comm %p: the workspace set-up did not finish within %llu ms (a peer gone or stuck in its "
+                   "exchange); the call is answered ncclInvalidArgument, as NCCL answers a communicator still in "
+                   "progress: abort it",
                    static_cast<void*>(comm), static_cast<unsigned long long>(boundMs));
       *result = ncclInvalidArgument;
       return PendingCall::kAnswered;

@@ -37,11 +37,12 @@ bool stopped(const SetupOptions& options, const SetupState& s) {
 }
 
 /** The grouped all-gather itself: under the control's mutex, skipped once cancelled. Returns the
- *  group's result; (*refused)[i]: NCCL refused states[i]'s all-gather, which is then not part of it. */
+ *  group's result; (*perComm)[i] is NCCL's answer for states[i]'s all-gather (not ncclSuccess:
+ *  NCCL refused it, and it is not part of the group). */
 ncclResult_t issueAllGather(std::vector<std::unique_ptr<SetupState>>& states, size_t bytes,
                             const SetupOptions& options, ExchangeRound round, RoundDevice& device,
-                            std::vector<ncclResult_t>* refused) {
-  refused->assign(states.size(), ncclSuccess);
+                            std::vector<ncclResult_t>* perComm) {
+  perComm->assign(states.size(), ncclSuccess);
   std::unique_lock<std::mutex> lock;
   if (options.control != nullptr) {
     lock = std::unique_lock<std::mutex>(options.control->ncclMutex);
@@ -55,8 +56,8 @@ ncclResult_t issueAllGather(std::vector<std::unique_ptr<SetupState>>& states, si
     SetupState& s = *states[i];
     if (!takesPart(device, s) || stopped(options, s)) continue;
     cudaSetDevice(s.lc->cudaDev);
-    (*refused)[i] = REAL_NCCL(ncclAllGather)(s.sendDev, s.recvDev, bytes, ncclUint8, s.comm, s.stream);
-    if ((*refused)[i] == ncclSuccess) comms.push_back(s.comm);
+    (*perComm)[i] = REAL_NCCL(ncclAllGather)(s.sendDev, s.recvDev, bytes, ncclUint8, s.comm, s.stream);
+    if ((*perComm)[i] == ncclSuccess) comms.push_back(s.comm);
   }
   ncclResult_t endResult = REAL_NCCL(ncclGroupEnd)();
   if (lock.owns_lock()) lock.unlock();
@@ -82,11 +83,11 @@ void exchangeRound(std::vector<std::unique_ptr<SetupState>>& states, size_t byte
     guardedStep(*s, "workspace exchange", [&] { fill(*s, host.data()); });
     device.upload(*s, host.data(), bytes);
   }
-  std::vector<ncclResult_t> refused;
-  const ncclResult_t groupResult = issueAllGather(states, bytes, options, round, device, &refused);
+  std::vector<ncclResult_t> perComm;
+  const ncclResult_t groupResult = issueAllGather(states, bytes, options, round, device, &perComm);
   for (size_t i = 0; i < states.size(); ++i) {
     auto& s = states[i];
-    const ncclResult_t result = groupResult != ncclSuccess ? groupResult : refused[i];
+    const ncclResult_t result = groupResult != ncclSuccess ? groupResult : perComm[i];
     if (stopped(options, *s)) {  // not published either; whether it was in this round or not
       s->proceed = false;
       continue;

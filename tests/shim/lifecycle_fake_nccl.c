@@ -359,7 +359,9 @@ FAKE_API(ncclResult_t, ncclGroupEnd, void) {
   return result;
 }
 
-void fakeSetHelperCallHook(void (*hook)(const char* function, ncclComm_t comm)) { atomic_store(&fakeHelperCallHook, hook); }
+void fakeSetHelperCallHook(void (*hook)(const char* function, ncclComm_t comm)) {
+  atomic_store(&fakeHelperCallHook, hook);
+}
 
 void fakeCommMakeReady(ncclComm_t comm) { atomic_store(&comm->readyAtNs, nowNs()); }
 

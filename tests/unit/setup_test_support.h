@@ -1,6 +1,6 @@
 // What the CPU tests of the workspace set-up share (tests/unit/test_setup_*.cc and
-// test_tuner_bind.cc, one binary, shim_setup_waits): the stand-in NCCL's communicators (tests/shim/lifecycle_fake_nccl.c, linked,
-// so its pnccl* are in the global scope), a guard that turns a wait that never ends into a test
+// test_tuner_bind.cc, one binary, shim_setup_waits): the stand-in NCCL's communicators
+// (tests/shim/lifecycle_fake_nccl.c, linked, so its pnccl* are in the global scope), a guard that turns a wait that never ends into a test
 // failure, and the process's knobs (NCCL_LAMPORT_TIMEOUT_MS=100,
 // NCCL_LAMPORT_RENDEZVOUS_TIMEOUT_MS=1000), set before anything reads them.
 #pragma once

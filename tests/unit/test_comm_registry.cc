@@ -1,7 +1,8 @@
 // The communicator registry (plugin/comm/comm_registry.h) and the teardown entry points that only
 // touch it (plugin/comm/comm_teardown.h: requestAbort, markFinalized, handOverToNccl,
 // releaseComm of a communicator we never accelerated, and of one whose set-up failed), linked from
-// lamport_internal as the shared object links them. No NCCL, no GPU: handles are made-up addresses, host flags plain memory.
+// lamport_internal as the shared object links them. No NCCL, no GPU: handles are made-up
+// addresses, host flags plain memory.
 #include <gtest/gtest.h>
 
 #include <atomic>

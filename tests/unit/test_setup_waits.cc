@@ -132,12 +132,14 @@ TEST(SetupWaits, ACallGivesUpOnASetUpThatNeverEnds) {
   while (!gSetUpHeld.load() && secondsSince(start) < 5) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   ASSERT_TRUE(gSetUpHeld.load()) << "the set-up never reached its exchange";
   auto ncclCalls = std::make_shared<std::atomic<int>>(0);
-  const auto answer = within<std::pair<nccl_lamport::PendingCall, ncclResult_t>>(std::chrono::seconds(5), [comm, ncclCalls] {
+  using Answer = std::pair<nccl_lamport::PendingCall, ncclResult_t>;
+  const auto answer = within<Answer>(std::chrono::seconds(5), [comm, ncclCalls] {
     ncclResult_t result = ncclSuccess;
-    const auto how = nccl_lamport::waitForDeferredSetup(comm, [ncclCalls] {
+    const auto callNccl = [ncclCalls] {
       ++*ncclCalls;
       return ncclSuccess;
-    }, &result);
+    };
+    const auto how = nccl_lamport::waitForDeferredSetup(comm, callNccl, &result);
     return std::make_pair(how, result);
   });
   const double waited = secondsSince(start);
