@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "bench/report.h"
 #include "bench/result_file.h"
 
 namespace nccl_lamport::bench {
@@ -110,6 +111,7 @@ std::string formatLoopbackHeader(const LoopbackInfo& info, const std::vector<Loo
   out += "# loopback has NO NVLink hop: peer stores land in local HBM; absolute times are below the multi-GPU ones,\n"
          "#   kernel and launch changes move both alike (SPEC section 8). Real workspaces, the real kernels and\n"
          "#   launch function, no NCCL.\n";
+  out += std::string("# build: ") + buildCommit() + "\n";
   std::snprintf(line, sizeof(line), "# CUDA runtime %d.%d, driver API %d.%d, driver %s; %s; seed %llu\n",
                 info.cudaRuntimeVersion / 1000, info.cudaRuntimeVersion % 1000 / 10, info.cudaDriverVersion / 1000,
                 info.cudaDriverVersion % 1000 / 10, info.driverRelease.empty() ? "?" : info.driverRelease.c_str(),
@@ -186,6 +188,7 @@ nlohmann::json loopbackJson(const LoopbackInfo& info, const std::vector<Loopback
   doc["timestampUtc"] = info.timestampUtc;
   doc["hostname"] = info.hostname;  // may be invalid UTF-8: resultJsonText replaces it
   doc["argv"] = info.argv;
+  doc["build"] = buildCommit();
   doc["seed"] = info.seed;
   doc["options"] = {{"dtype", name(info.options.dtype)}, {"op", name(info.options.op)},
                     {"graphCalls", info.options.graphCalls}, {"graphReplays", info.options.graphReplays},

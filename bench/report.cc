@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "bench/correctness.h"
+#include "build_commit.h"  // generated: NCCL_LAMPORT_BUILD_COMMIT
 #include "bench/stats.h"
 
 namespace nccl_lamport::bench {
@@ -131,6 +132,8 @@ std::vector<Row> aggregateRows(const std::vector<const RankSlot*>& ranks, int nS
   return rows;
 }
 
+const char* buildCommit() { return NCCL_LAMPORT_BUILD_COMMIT; }
+
 std::string ncclVersionString(int code) {
   if (code <= 0) return "unknown";
   int major, minor, patch;
@@ -157,6 +160,7 @@ std::string formatHeader(const RunInfo& info, const std::vector<const RankSlot*>
   std::ostringstream out;
   const BenchOptions& o = info.options;
   out << "# nccl-lamport-bench: " << shellJoin(info.argv) << "\n";
+  out << "# build: " << buildCommit() << "\n";
   out << "# host " << info.hostname << ", " << info.timestampUtc << ", " << info.nRanks
       << (info.nRanks == 1 ? " rank" : " ranks") << ", one process per GPU (" << info.localGpus
       << " GPUs on the host)\n";
@@ -283,6 +287,7 @@ nlohmann::json toJson(const RunInfo& info, const std::vector<const RankSlot*>& r
   // Strings that may not be UTF-8 (a Latin-1 file name) are kept as they are: resultJsonText
   // (bench/result_file.h) replaces an invalid sequence when the document is written.
   doc["command"] = shellJoin(info.argv);
+  doc["build"] = buildCommit();
   doc["argv"] = info.argv;
   doc["host"] = info.hostname;
   doc["timestamp"] = info.timestampUtc;

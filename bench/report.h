@@ -60,6 +60,9 @@ struct Row {
 [[nodiscard]] std::vector<Row> aggregateRows(const std::vector<const RankSlot*>& ranks,
                                              int nSizes);
 
+/** The commit this benchmark was built from (`git describe --always --dirty`, taken at build time
+ *  by bench/build_commit.cmake), or "unknown" outside a git checkout. */
+[[nodiscard]] const char* buildCommit();
 /** "2.28.9" from an NCCL version code (both the old 2.8 and the new encodings). */
 [[nodiscard]] std::string ncclVersionString(int code);
 /** "13.0" from a CUDA version code (13000). */

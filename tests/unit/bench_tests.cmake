@@ -18,6 +18,7 @@ gtest_discover_tests(test_bench_logic PROPERTIES LABELS cpu)
 # nccl-lamport-bench --loopback's report logic (bench/loopback_report.h).
 add_executable(test_loopback_report ${CMAKE_CURRENT_LIST_DIR}/test_loopback_report.cc)
 target_link_libraries(test_loopback_report PRIVATE lamport_bench_logic GTest::gtest_main)
+target_compile_definitions(test_loopback_report PRIVATE NCCL_LAMPORT_SOURCE_DIR="${NCCL_LAMPORT_ROOT_DIR}")
 gtest_discover_tests(test_loopback_report PROPERTIES LABELS cpu)
 
 # nccl-lamport-bench's command line and --help (bench/bench_cli.h); needs CLI11.

@@ -495,6 +495,7 @@ TEST_F(ReportTest, TableCsvAndJson) {
 
   const std::string header = formatHeader(info(), view());
   EXPECT_NE(header.find("2 x NVIDIA H200 (sm_90)"), std::string::npos) << header;
+  EXPECT_NE(header.find(std::string("# build: ") + buildCommit() + "\n"), std::string::npos) << header;
   EXPECT_NE(header.find("NCCL 2.28.9"), std::string::npos);
   EXPECT_NE(header.find("eligible"), std::string::npos);
 

@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "bench/loopback_report.h"
+#include "bench/report.h"
 
 namespace nccl_lamport::bench {
 namespace {
@@ -71,6 +73,32 @@ TEST(LoopbackReport, TableCsvAndJsonCarryEveryVariant) {
   EXPECT_TRUE(doc["rows"][0]["variants"]["baseline"]["eagerUs"].is_null());
   EXPECT_EQ(doc["variants"].size(), variants.size());
   EXPECT_NE(formatLoopbackHeader(info, variants).find("NO NVLink hop"), std::string::npos);
+  // A recorded result names the code it timed.
+  EXPECT_EQ(doc["build"].get<std::string>(), buildCommit());
+  EXPECT_NE(formatLoopbackHeader(info, variants).find(std::string("# build: ") + buildCommit() + "\n"),
+            std::string::npos);
+}
+
+/** The first line `command` prints, or "" when it fails. */
+std::string firstLineOf(const std::string& command) {
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return "";
+  char line[256] = {};
+  const bool got = std::fgets(line, sizeof(line), pipe) != nullptr;
+  if (pclose(pipe) != 0 || !got) return "";
+  std::string text(line);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  return text;
+}
+
+// The build stamp is the checked-out commit (taken at build time), so a result file names the code
+// it timed; a stamp taken once at configure time would name an older commit after any new one.
+TEST(BuildCommit, NamesTheCheckedOutCommit) {
+  const std::string head =
+      firstLineOf(std::string("git -C '") + NCCL_LAMPORT_SOURCE_DIR + "' rev-parse --short=12 HEAD 2>/dev/null");
+  if (head.empty()) GTEST_SKIP() << "the source tree is not a git checkout (or git is missing): stamp 'unknown'";
+  EXPECT_EQ(std::string(buildCommit()).substr(0, head.size()), head)
+      << "rebuild after a commit: the binaries are older than HEAD";
 }
 
 }  // namespace
