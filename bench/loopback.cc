@@ -38,7 +38,7 @@ LamportDataType toLamport(DType dtype) {
 class LoopbackWorld {
  public:
   LoopbackWorld(int nRanks, size_t maxBytes) : nRanks_(nRanks) {
-    layout_ = LamportLayout{nRanks, (maxBytes + kLamportVectorBytes - 1) / kLamportVectorBytes * kLamportVectorBytes};
+    layout_ = loopbackLayout(nRanks, maxBytes);
     ioBytes_ = layout_.slotBytes + kGuardBytes;
     ranks_.resize(nRanks);
     // Modules loaded and grid limits cached before anything is captured (as the plugin does).

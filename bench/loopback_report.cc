@@ -97,6 +97,10 @@ std::vector<LoopbackVariant> loopbackVariants(int nRanks, DType dtype) {
   return v;
 }
 
+LamportLayout loopbackLayout(int nRanks, size_t maxBytes) {
+  return LamportLayout{nRanks, (maxBytes + kLamportVectorBytes - 1) / kLamportVectorBytes * kLamportVectorBytes};
+}
+
 double loopbackRatio(double baselineUs, double variantUs) {
   if (!(baselineUs > 0) || !(variantUs > 0)) return LoopbackRow::kNaN;
   return baselineUs / variantUs;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "bench/bench_options.h"
+#include "kernels/lamport_layout.h"
 
 namespace nccl_lamport::bench {
 
@@ -48,6 +49,10 @@ struct LoopbackVariant {
  * and 128 data threads (fast-t128, the block size below 128 KB).
  */
 [[nodiscard]] std::vector<LoopbackVariant> loopbackVariants(int nRanks, DType dtype = DType::kBf16);
+
+/** The workspace layout of a loopback run at nRanks whose largest message is maxBytes: the slot
+ *  every variant's launch is checked against (kernels/lamport_allreduce.h). */
+[[nodiscard]] LamportLayout loopbackLayout(int nRanks, size_t maxBytes);
 
 /** One message size: per variant, us per call (MAX over ranks, median over reps); NaN = not run. */
 struct LoopbackRow {
