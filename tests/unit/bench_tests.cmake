@@ -32,3 +32,8 @@ endif()
 add_executable(test_bench_tune ${CMAKE_CURRENT_LIST_DIR}/test_bench_tune.cc)
 target_link_libraries(test_bench_tune PRIVATE lamport_bench_logic GTest::gtest_main)
 gtest_discover_tests(test_bench_tune PROPERTIES LABELS cpu)
+
+# bench/stats.h: the median of repetitions with a NaN among them.
+add_executable(test_bench_stats ${CMAKE_CURRENT_LIST_DIR}/test_bench_stats.cc)
+target_link_libraries(test_bench_stats PRIVATE lamport_bench_logic GTest::gtest_main)
+gtest_discover_tests(test_bench_stats PROPERTIES LABELS cpu)
