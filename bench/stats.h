@@ -9,9 +9,11 @@
 
 namespace nccl_lamport::bench {
 
-/** Median of the values (mean of the middle two for an even count); NaN when empty. */
+/** Median of the values (mean of the middle two for an even count); NaN when empty or when any
+ *  value is NaN (std::sort has no order with a NaN among the values). */
 [[nodiscard]] inline double median(std::vector<double> values) {
-  if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
+  const bool anyNan = std::any_of(values.begin(), values.end(), [](double v) { return std::isnan(v); });
+  if (values.empty() || anyNan) return std::numeric_limits<double>::quiet_NaN();
   std::sort(values.begin(), values.end());
   const size_t mid = values.size() / 2;
   return values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
