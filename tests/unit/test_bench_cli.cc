@@ -119,6 +119,19 @@ TEST(BenchCli, CombinationsThatWouldDoSomethingElseThanAskedAreRefused) {
   EXPECT_EQ(parse({"--csv", "r.csv", "--json", "r.json", "--plot", "r.png"}).status, -1);
 }
 
+// --loopback runs in this process on GPU 0 with its own per-call kernel timeout: --gpus, --timeout
+// and --no-symmetric would be dropped without a word (a --timeout 60 run could still take hours).
+TEST(BenchCli, OptionsLoopbackWouldIgnoreAreRefused) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--loopback", "2", "--gpus", "4"}, {"--loopback", "2", "-g", "0"},
+        {"--loopback", "4", "--timeout", "60"}, {"--loopback", "2", "--no-symmetric"}}) {
+    const Parsed p = parse(args);
+    EXPECT_EQ(p.status, kExitUsage) << args[2];
+    EXPECT_NE(p.err.find("--loopback"), std::string::npos) << args[2] << ": " << p.err;
+  }
+  EXPECT_EQ(parse({"--loopback", "2", "--verbose", "--no-check", "--seed", "7"}).status, -1);
+}
+
 TEST(BenchCli, HelpExitsZeroOnStdout) {
   const Parsed p = parse({"--help"});
   EXPECT_EQ(p.status, kExitOk);
