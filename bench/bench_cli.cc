@@ -57,7 +57,8 @@ constexpr const char* kFooter =
     "  1  a check failed, a rank failed or timed out, a --csv/--json/--tune file could not be written,\n"
     "     or --tune measured nothing (no size took the Lamport path)\n"
     "  2  bad options (also: two outputs naming one file, --tune with 1 rank or with\n"
-    "     --csv/--json/--plot, --plot with --loopback), or no CUDA GPU to run on\n"
+    "     --csv/--json/--plot, --plot, --gpus, --timeout or --no-symmetric with --loopback),\n"
+    "     or no CUDA GPU to run on\n"
     "\n"
     "Examples:\n"
     "  nccl-lamport-bench                                  all local GPUs, 8 bytes to 16 MiB\n"
@@ -236,6 +237,13 @@ int parseCommandLine(const std::vector<std::string>& argv, BenchOptions* opt, st
   if (!opt->tunePath.empty() && (!opt->csvPath.empty() || !opt->jsonPath.empty() || !opt->plotPath.empty())) {
     return bad("--tune writes only the tuning file (its sweeps are printed); --csv, --json and --plot "
                "do not combine with it");
+  }
+  // The loopback run is one process on GPU 0, bounded by the kernels' own 10 s timeout per call:
+  // these would be dropped without a word.
+  for (const char* ignored : {"--gpus", "--timeout", "--no-symmetric"}) {
+    if (opt->loopback > 0 && app.count(ignored) > 0) {
+      return bad(std::string(ignored) + " does not apply to --loopback (one process, N streams on GPU 0)");
+    }
   }
   if (opt->loopback > 0 && !opt->plotPath.empty()) {
     return bad("--plot draws a normal run's JSON; it does not combine with --loopback");
