@@ -101,5 +101,28 @@ TEST(BuildCommit, NamesTheCheckedOutCommit) {
       << "rebuild after a commit: the binaries are older than HEAD";
 }
 
+// Every variant of a run is launched with the one layout of the run's largest size. The two-shot
+// kernel needs 2 * ceil(vectors / nRanks) * 16 <= slotBytes (kernels/lamport_allreduce.h, and
+// launchLamportOneShot answers cudaErrorInvalidValue otherwise): with one 16-byte vector as the
+// largest message (--loopback 4 --max-bytes 16, or 8) a one-vector slot refused every two-shot call.
+TEST(LoopbackReport, LayoutHoldsEveryVariantAtEverySize) {
+  for (int n = 2; n <= 8; ++n) {
+    for (size_t maxBytes : {size_t{2}, size_t{4}, size_t{8}, size_t{16}, size_t{24}, size_t{32}, size_t{48},
+                            size_t{100}, size_t{4096}, size_t{1} << 21}) {
+      const LamportLayout layout = loopbackLayout(n, maxBytes);
+      EXPECT_EQ(layout.nRanks, n);
+      EXPECT_EQ(layout.slotBytes % kLamportVectorBytes, 0u);
+      for (size_t bytes = 1; bytes <= maxBytes; bytes = bytes < 64 ? bytes + 1 : bytes * 2) {
+        EXPECT_GE(layout.slotBytes, bytes) << n << " ranks, " << bytes << " of " << maxBytes << " bytes";
+        if (n < 4) continue;  // no two-shot variant below 4 ranks
+        const size_t vectors = (bytes + kLamportVectorBytes - 1) / kLamportVectorBytes;
+        const size_t chunk = (vectors + n - 1) / n;
+        EXPECT_LE(2 * chunk * kLamportVectorBytes, layout.slotBytes)
+            << "two-shot at " << n << " ranks, " << bytes << " of " << maxBytes << " bytes";
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace nccl_lamport::bench
