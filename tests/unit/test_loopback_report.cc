@@ -124,5 +124,30 @@ TEST(LoopbackReport, LayoutHoldsEveryVariantAtEverySize) {
   }
 }
 
+// --no-check: no variant is checked, so the report must not say they were (the header did, and
+// the check column listed every variant as "baseline: -; fast: -; ..."), and the JSON records it.
+TEST(LoopbackReport, NoCheckRunSaysSo) {
+  const std::vector<LoopbackVariant> variants = loopbackVariants(2);
+  LoopbackRow row;
+  row.bytes = 64;
+  row.count = 32;
+  row.graphUs.assign(variants.size(), 2.0);
+  row.eagerUs.assign(variants.size(), LoopbackRow::kNaN);
+  row.check.assign(variants.size(), "-");
+  LoopbackInfo info;
+  info.nRanks = 2;
+  info.options.check = false;
+  info.options.mode = TimingMode::kGraph;
+  const std::string header = formatLoopbackHeader(info, variants);
+  EXPECT_EQ(header.find("every variant checked"), std::string::npos) << header;
+  EXPECT_NE(header.find("--no-check"), std::string::npos) << header;
+  const std::string table = formatLoopbackTable(variants, {row}, info.options);
+  EXPECT_EQ(table.find("baseline: -"), std::string::npos) << table;
+  EXPECT_EQ(loopbackJson(info, variants, {row})["options"]["check"], false);
+  info.options.check = true;
+  EXPECT_NE(formatLoopbackHeader(info, variants).find("every variant checked"), std::string::npos);
+  EXPECT_EQ(loopbackJson(info, variants, {row})["options"]["check"], true);
+}
+
 }  // namespace
 }  // namespace nccl_lamport::bench
