@@ -149,5 +149,27 @@ TEST(LoopbackReport, NoCheckRunSaysSo) {
   EXPECT_EQ(loopbackJson(info, variants, {row})["options"]["check"], true);
 }
 
+// The JSON's "variants" describe what each column ran. Without the kernel shape fields
+// (vectorsPerThread, fastPass, minBlocksPerSm), fast-k2, fast-strided, fast-stash, ... read exactly
+// like "fast" there.
+TEST(LoopbackReport, JsonTellsEveryVariantApart) {
+  for (int n : {2, 4, 8}) {
+    const std::vector<LoopbackVariant> variants = loopbackVariants(n);
+    LoopbackInfo info;
+    info.nRanks = n;
+    const nlohmann::json doc = loopbackJson(info, variants, {});
+    ASSERT_EQ(doc["variants"].size(), variants.size());
+    for (size_t i = 0; i < variants.size(); ++i) {
+      nlohmann::json a = doc["variants"][i];
+      a.erase("name");
+      for (size_t j = 0; j < i; ++j) {
+        nlohmann::json b = doc["variants"][j];
+        b.erase("name");
+        EXPECT_NE(a, b) << variants[i].name << " and " << variants[j].name << " at " << n << " ranks";
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace nccl_lamport::bench
