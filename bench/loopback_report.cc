@@ -98,7 +98,11 @@ std::vector<LoopbackVariant> loopbackVariants(int nRanks, DType dtype) {
 }
 
 LamportLayout loopbackLayout(int nRanks, size_t maxBytes) {
-  return LamportLayout{nRanks, (maxBytes + kLamportVectorBytes - 1) / kLamportVectorBytes * kLamportVectorBytes};
+  const size_t vectors = (maxBytes + kLamportVectorBytes - 1) / kLamportVectorBytes;
+  // The two-shot kernel (4+ ranks) needs room for a scatter and a gather chunk of
+  // ceil(vectors / nRanks) vectors each: more than the message itself when it is one vector.
+  const size_t twoShotVectors = nRanks >= 4 ? 2 * ((vectors + nRanks - 1) / nRanks) : 0;
+  return LamportLayout{nRanks, std::max(vectors, twoShotVectors) * kLamportVectorBytes};
 }
 
 double loopbackRatio(double baselineUs, double variantUs) {
