@@ -125,15 +125,19 @@ std::string formatLoopbackHeader(const LoopbackInfo& info, const std::vector<Loo
                 info.cudaDriverVersion % 1000 / 10, info.driverRelease.empty() ? "?" : info.driverRelease.c_str(),
                 info.timestampUtc.c_str(), static_cast<unsigned long long>(info.seed));
   out += line;
-  std::snprintf(line, sizeof(line), "# %s %s; graph: %d calls per graph x %d replays; eager: %d calls; %d reps (median), then MAX over ranks; us per call\n",
+  std::snprintf(line, sizeof(line), "# %s %s; graph: %d calls per graph x %d replays; eager: %d calls; %d reps, each the MAX over ranks, then their median; us per call\n",
                 name(info.options.dtype), name(info.options.op), info.options.graphCalls, info.options.graphReplays,
                 info.options.iters, info.options.reps);
   out += line;
   out += "# variants:";
   for (const LoopbackVariant& v : variants) out += " " + v.name;
   out += "  (ratio columns: baseline time / variant time, > 1 = faster than baseline)\n";
-  out += "# every variant checked at every size before timing: fresh random inputs, poisoned outputs, fp64 reference,\n"
-         "#   bit-identical across ranks\n";
+  if (info.options.check) {
+    out += "# every variant checked at every size before timing: fresh random inputs, poisoned outputs, fp64 reference,\n"
+           "#   bit-identical across ranks\n";
+  } else {
+    out += "# --no-check: NO variant's output is checked\n";
+  }
   return out;
 }
 
@@ -156,10 +160,14 @@ std::string formatLoopbackTable(const std::vector<LoopbackVariant>& variants, co
         const double r = loopbackRatio(us.empty() ? LoopbackRow::kNaN : us[0], i < us.size() ? us[i] : LoopbackRow::kNaN);
         line += padLeft(formatNumber("%.2fx", r), width + 2);
       }
-      std::string check = "OK";
+      // "-" (not checked: --no-check) is listed only beside checked variants; all "-" reads "-".
+      std::string problems;
+      bool anyChecked = false;
       for (size_t i = 0; i < row.check.size() && i < variants.size(); ++i) {
-        if (row.check[i] != "OK") check = (check == "OK" ? "" : check + "; ") + variants[i].name + ": " + row.check[i];
+        anyChecked = anyChecked || row.check[i] != "-";
+        if (row.check[i] != "OK" && row.check[i] != "-") problems += (problems.empty() ? "" : "; ") + variants[i].name + ": " + row.check[i];
       }
+      const std::string check = !problems.empty() ? problems : anyChecked ? "OK" : "-";
       out += line + "  " + check + "\n";
     }
   };
@@ -201,7 +209,7 @@ nlohmann::json loopbackJson(const LoopbackInfo& info, const std::vector<Loopback
   doc["options"] = {{"dtype", name(info.options.dtype)}, {"op", name(info.options.op)},
                     {"graphCalls", info.options.graphCalls}, {"graphReplays", info.options.graphReplays},
                     {"iters", info.options.iters}, {"reps", info.options.reps}, {"warmup", info.options.warmup},
-                    {"mode", name(info.options.mode)}};
+                    {"mode", name(info.options.mode)}, {"check", info.options.check}};
   nlohmann::json vs = nlohmann::json::array();
   for (const LoopbackVariant& v : variants) {
     vs.push_back({{"name", v.name}, {"baseline", v.baseline}, {"twoShot", v.twoShot},
