@@ -214,7 +214,8 @@ nlohmann::json loopbackJson(const LoopbackInfo& info, const std::vector<Loopback
   for (const LoopbackVariant& v : variants) {
     vs.push_back({{"name", v.name}, {"baseline", v.baseline}, {"twoShot", v.twoShot},
                   {"blockThreads", v.blockThreads}, {"pdl", v.pdl}, {"residencyShare", v.residencyShare},
-                  {"triggerAfterWait", v.triggerAfterWait}});
+                  {"triggerAfterWait", v.triggerAfterWait}, {"vectorsPerThread", v.vectorsPerThread},
+                  {"fastPass", v.fastPass}, {"minBlocksPerSm", v.minBlocksPerSm}});
   }
   doc["variants"] = vs;
   nlohmann::json rs = nlohmann::json::array();

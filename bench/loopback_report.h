@@ -89,7 +89,8 @@ struct LoopbackInfo {
 /** One table per timing mode: a column per variant, then baseline/variant ratios, then checks. */
 [[nodiscard]] std::string formatLoopbackTable(const std::vector<LoopbackVariant>& variants,
                                               const std::vector<LoopbackRow>& rows, const BenchOptions& options);
-/** CSV: one line per (size, variant): bytes,count,variant,graph_us,eager_us,graph_x,eager_x,check. */
+/** CSV: one line per (size, variant):
+ *  bytes,count,variant,graph_us,eager_us,graph_x_baseline,eager_x_baseline,check (empty: not run). */
 [[nodiscard]] std::string formatLoopbackCsv(const std::vector<LoopbackVariant>& variants,
                                             const std::vector<LoopbackRow>& rows);
 /** Writes the CSV and JSON files the options name (bench/result_file.h); false when one could not
