@@ -41,11 +41,24 @@ class LoopbackWorld {
     layout_ = loopbackLayout(nRanks, maxBytes);
     ioBytes_ = layout_.slotBytes + kGuardBytes;
     ranks_.resize(nRanks);
+    try {
+      allocate();
+    } catch (...) {
+      release();  // the destructor does not run for a constructor that throws
+      throw;
+    }
+  }
+  ~LoopbackWorld() { release(); }
+  LoopbackWorld(const LoopbackWorld&) = delete;
+  LoopbackWorld& operator=(const LoopbackWorld&) = delete;
+
+ private:
+  void allocate() {
     // Modules loaded and grid limits cached before anything is captured (as the plugin does).
-    BENCH_CUDA(lamportPrepareKernels(nRanks));
-    BENCH_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&flagsHost_), 2 * nRanks * sizeof(uint32_t),
+    BENCH_CUDA(lamportPrepareKernels(nRanks_));
+    BENCH_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&flagsHost_), 2 * nRanks_ * sizeof(uint32_t),
                              cudaHostAllocMapped | cudaHostAllocPortable));
-    std::memset(flagsHost_, 0, 2 * nRanks * sizeof(uint32_t));
+    std::memset(flagsHost_, 0, 2 * nRanks_ * sizeof(uint32_t));
     BENCH_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&flagsDev_), flagsHost_, 0));
     for (Rank& r : ranks_) {
       BENCH_CUDA(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
@@ -58,9 +71,18 @@ class LoopbackWorld {
     }
     syncAll();
   }
-  ~LoopbackWorld() {
+
+  /** Frees what allocate() got, on every path. Kernels still queued (an error left a rank
+   *  waiting on its peers) are aborted through the abort flags, and every stream is drained
+   *  before any workspace is freed: a peer's kernel may still store into it. */
+  void release() {
+    if (flagsHost_ != nullptr) {
+      for (int r = 0; r < nRanks_; ++r) reinterpret_cast<volatile uint32_t*>(flagsHost_)[nRanks_ + r] = 1;
+    }
     for (Rank& r : ranks_) {
       if (r.stream != nullptr) (void)cudaStreamSynchronize(r.stream);
+    }
+    for (Rank& r : ranks_) {
       for (cudaGraphExec_t e : r.graphs) (void)cudaGraphExecDestroy(e);
       (void)cudaEventDestroy(r.start);
       (void)cudaEventDestroy(r.end);
@@ -70,10 +92,11 @@ class LoopbackWorld {
       if (r.stream != nullptr) (void)cudaStreamDestroy(r.stream);
     }
     if (flagsHost_ != nullptr) (void)cudaFreeHost(flagsHost_);
+    ranks_.clear();
+    flagsHost_ = nullptr;
   }
-  LoopbackWorld(const LoopbackWorld&) = delete;
-  LoopbackWorld& operator=(const LoopbackWorld&) = delete;
 
+ public:
   /** The launch args of rank r for one call of variant v. */
   LamportOneShotArgs args(int r, const LoopbackVariant& v, size_t count, DType dtype, ReduceOp op) const {
     LamportOneShotArgs a{};
