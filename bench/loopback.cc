@@ -349,6 +349,16 @@ int runLoopback(const BenchOptions& options, int nRanks, const std::vector<std::
         if (options.graph()) row.graphUs[v] = world.timeGraph(variants[v], size, options);
         const std::string error = world.takeKernelError();
         if (!error.empty()) throw BenchError(variants[v].name + ": a kernel " + error + " while timing " + std::to_string(size.bytes) + " bytes");
+        // The check above follows another variant's calls; this one follows the variant's own
+        // timed calls (its own clearing and rotation over all three buffers, graph replays).
+        if (options.check && row.check[v] == "OK") {
+          const std::string again = world.check(variants[v], size, options.dtype, options.op, seed + 0x9E3779B97F4A7C15ull * ++round);
+          if (again == "timed out" || again == "aborted") throw BenchError(variants[v].name + ": a kernel gave up after timing " + std::to_string(size.bytes) + " bytes");
+          if (again != "OK") {
+            row.check[v] = "after timing: " + again;
+            row.ok = false;
+          }
+        }
       }
       ok = ok && row.ok;
       rows.push_back(row);

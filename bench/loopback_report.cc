@@ -133,8 +133,8 @@ std::string formatLoopbackHeader(const LoopbackInfo& info, const std::vector<Loo
   for (const LoopbackVariant& v : variants) out += " " + v.name;
   out += "  (ratio columns: baseline time / variant time, > 1 = faster than baseline)\n";
   if (info.options.check) {
-    out += "# every variant checked at every size before timing: fresh random inputs, poisoned outputs, fp64 reference,\n"
-           "#   bit-identical across ranks\n";
+    out += "# every variant checked at every size before and after timing: fresh random inputs, poisoned outputs,\n"
+           "#   fp64 reference, bit-identical across ranks\n";
   } else {
     out += "# --no-check: NO variant's output is checked\n";
   }
