@@ -28,3 +28,14 @@ gtest_discover_tests(test_gpu_twoshot
 # Its argument checks need no GPU (they come before any CUDA call): also run them under `cpu`.
 add_test(NAME kernel_cpu.LamportLaunchValidation COMMAND test_gpu_kernel --gtest_filter=LamportLaunchValidation.*)
 set_tests_properties(kernel_cpu.LamportLaunchValidation PROPERTIES LABELS cpu FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
+# nccl-lamport-bench --loopback run as a program (GPU; skipped without one).
+if(TARGET nccl-lamport-bench)
+  add_executable(test_gpu_loopback_bench ${CMAKE_CURRENT_LIST_DIR}/test_gpu_loopback_bench.cc)
+  target_link_libraries(test_gpu_loopback_bench PRIVATE CUDA::cudart_static GTest::gtest_main)
+  target_compile_definitions(test_gpu_loopback_bench PRIVATE
+    NCCL_LAMPORT_BENCH_BINARY="$<TARGET_FILE:nccl-lamport-bench>")
+  add_dependencies(test_gpu_loopback_bench nccl-lamport-bench)
+  gtest_discover_tests(test_gpu_loopback_bench
+    PROPERTIES LABELS gpu SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]" TIMEOUT 600
+    DISCOVERY_TIMEOUT 60)
+endif()
