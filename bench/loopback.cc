@@ -237,7 +237,8 @@ class LoopbackWorld {
       checkCuda(err, "cudaGraphInstantiate");
       k.graphs.push_back(exec);
     }
-    const int warmReplays = std::max(1, o.warmup / std::max(1, o.graphCalls));
+    // At least --warmup calls (rounded up to whole graphs, as bench/allreduce_timer.cc does).
+    const int warmReplays = std::max(1, (o.warmup + o.graphCalls - 1) / std::max(1, o.graphCalls));
     for (int i = 0; i < warmReplays; ++i) launchGraphs();
     syncAll();
     std::vector<double> reps;
