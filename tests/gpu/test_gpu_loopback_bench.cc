@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <string>
@@ -18,9 +19,22 @@ int gpuCount() {
   return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
 }
 
+/**
+ * The bench binary: the build's, or, where the tests were copied elsewhere (the GPU machine's
+ * stage: tests/ and bench/ side by side, tests/stage_for_device.sh), ../bench/ from this test.
+ */
+std::string benchBinary() {
+  if (access(NCCL_LAMPORT_BENCH_BINARY, X_OK) == 0) return NCCL_LAMPORT_BENCH_BINARY;
+  char self[4096] = {};
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  std::string dir = n > 0 ? std::string(self, static_cast<size_t>(n)) : std::string();
+  dir = dir.substr(0, dir.find_last_of('/') + 1);
+  return dir + "../bench/nccl-lamport-bench";
+}
+
 /** Exit status of the bench with args (its output goes to the test's log). */
 int runBench(const std::string& args) {
-  const std::string command = std::string("'") + NCCL_LAMPORT_BENCH_BINARY + "' " + args + " 2>&1";
+  const std::string command = "'" + benchBinary() + "' " + args + " 2>&1";
   const int status = std::system(command.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
