@@ -58,6 +58,19 @@ set_tests_properties(shim_opaque.no_nccl PROPERTIES LABELS cpu
 set_tests_properties(shim_opaque.abi PROPERTIES LABELS cpu
   ENVIRONMENT "NCCL_DEBUG=WARN;NCCL_LAMPORT_NCCL_PATH=$<TARGET_FILE:shim_fake_opaque_nccl>")
 
+# The lazy resolution against the loader's lock: a first call of a forwarder (C++ and trampoline)
+# while another thread's dlopen runs a constructor that calls it (tests/shim/test_resolve_lock_order.cc).
+add_library(shim_ctor_calls_nccl SHARED ${_shim}/ctor_calls_nccl.c)
+set_target_properties(shim_ctor_calls_nccl PROPERTIES C_VISIBILITY_PRESET default)
+target_link_libraries(shim_ctor_calls_nccl PRIVATE ${CMAKE_DL_LIBS})
+add_executable(test_resolve_lock_order ${_shim}/test_resolve_lock_order.cc)
+target_link_libraries(test_resolve_lock_order PRIVATE GTest::gtest_main ${CMAKE_DL_LIBS})
+target_compile_definitions(test_resolve_lock_order PRIVATE LAMPORT_SO_PATH="${_lamport_so}"
+                           CTOR_CALLS_NCCL_PATH="$<TARGET_FILE:shim_ctor_calls_nccl>"
+                           FAKE_NCCL_PATH="$<TARGET_FILE:shim_fake_opaque_nccl>")
+add_dependencies(test_resolve_lock_order nccl-lamport shim_ctor_calls_nccl shim_fake_opaque_nccl)
+gtest_discover_tests(test_resolve_lock_order PROPERTIES LABELS cpu DISCOVERY_TIMEOUT 60)
+
 # NCCL_LAMPORT_AUDIT_DEBUG prints decisions about NCCL libraries only: a program that loads none
 # (here `env` running `true`, two execs under the audit module) prints nothing of ours.
 find_program(NCCL_LAMPORT_ENV_PROGRAM env REQUIRED)
