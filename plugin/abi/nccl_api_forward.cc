@@ -33,12 +33,13 @@ const char* missingResult<const char*>() {
 template <>
 void missingResult<void>() {}
 
-/** The real `name`, or `missing` (after one WARN) when the real NCCL does not have it. */
+/** The real `name`, or `missing` (after one WARN, the first time `warned` is set) when the real
+ *  NCCL does not have it. */
 template <typename Fn>
-Fn resolveForwarded(const char* name, Fn missing) {
+Fn resolveForwarded(const char* name, Fn missing, std::atomic<bool>* warned) {
   void* fn = resolveRealNccl(name);
   if (fn != nullptr) return reinterpret_cast<Fn>(fn);
-  LAMPORT_WARN("%s: the real NCCL has no such function; calls to it fail", name);
+  if (!warned->exchange(true)) LAMPORT_WARN("%s: the real NCCL has no such function; calls to it fail", name);
   return missing;
 }
 
@@ -50,14 +51,18 @@ Fn resolveForwarded(const char* name, Fn missing) {
 
 // Per function: the cached pointer (null until the first call), a stand-in with the same
 // signature for a function the real NCCL lacks, the cold resolver (WARNs once through the
-// function-local static) and the exported forwarder. The forwarder's fast path is one load, a
-// test and a tail jump: the resolver call sits out of line so no register is saved on the way.
+// flag) and the exported forwarder. The forwarder's fast path is one load, a test and a tail
+// jump: the resolver call sits out of line so no register is saved on the way. No lock (nor a
+// function-local static's guard) is held across the resolution, which takes the loader's lock:
+// racing first calls store the same pointer (tests/shim/test_resolve_lock_order.cc).
 #define NCCL_LAMPORT_DEFINE_FORWARDER(ret, name, params, args)                                     \
   namespace {                                                                                      \
   std::atomic<decltype(&::name)> name##Real{nullptr};                                              \
+  std::atomic<bool> name##Warned{false};                                                           \
   ret name##Missing params { return ::nccl_lamport::missingResult<ret>(); }                        \
   __attribute__((noinline, cold)) decltype(&::name) name##Resolve() {                              \
-    static const auto fn = ::nccl_lamport::resolveForwarded<decltype(&::name)>(#name, &name##Missing); \
+    const auto fn = ::nccl_lamport::resolveForwarded<decltype(&::name)>(#name, &name##Missing,     \
+                                                                         &name##Warned);           \
     name##Real.store(fn, std::memory_order_release);                                               \
     return fn;                                                                                     \
   }                                                                                                \

@@ -47,17 +47,21 @@ struct RealLibrary {
 };
 
 // Our own link map: under whatever name a handle or a symbol comes to us, this says it is us.
+// No function-local static with a dynamic initializer on the resolution path: its guard would be
+// held across dladdr/dlsym/dlopen, which take the loader's lock, and a library constructor (run
+// under that lock) calling a forwarder would wait for the guard for ever (ABBA). Racing first
+// calls compute the same value; a constant-initialized atomic publishes it.
 const link_map* ownLinkMap() {
-  static const link_map* self = [] {
-    Dl_info info{};
-    link_map* map = nullptr;
-    if (dladdr1(reinterpret_cast<void*>(&resolveRealNccl), &info, reinterpret_cast<void**>(&map),
-                RTLD_DL_LINKMAP) == 0) {
-      map = nullptr;
-    }
-    return map;
-  }();
-  return self;
+  static std::atomic<const link_map*> self{nullptr};
+  if (const link_map* map = self.load(std::memory_order_acquire)) return map;
+  Dl_info info{};
+  link_map* map = nullptr;
+  if (dladdr1(reinterpret_cast<void*>(&resolveRealNccl), &info, reinterpret_cast<void**>(&map),
+              RTLD_DL_LINKMAP) == 0) {
+    map = nullptr;
+  }
+  self.store(map, std::memory_order_release);
+  return map;
 }
 
 bool isOwnAddress(void* address) {
@@ -238,14 +242,22 @@ void logChoice(const RealLibrary& lib, bool sawSelf, const std::string& configur
   }
 }
 
+// Chosen by the first call to finish the search and published without a lock (see ownLinkMap):
+// a thread's search may wait for the loader's lock, held by a library constructor whose own
+// first call must then search by itself rather than wait. The rare loser of a race keeps the
+// winner's choice (an extra reference on a library handle is harmless: NCCL is never unloaded).
 const RealLibrary& realLibrary() {
-  static const RealLibrary lib = [] {
-    bool sawSelf = false;
-    RealLibrary found = findRealLibrary(&sawSelf);
-    logChoice(found, sawSelf, globalConfig().ncclPath);
-    return found;
-  }();
-  return lib;
+  static std::atomic<const RealLibrary*> published{nullptr};
+  if (const RealLibrary* lib = published.load(std::memory_order_acquire)) return *lib;
+  bool sawSelf = false;
+  const RealLibrary* found = new RealLibrary(findRealLibrary(&sawSelf));
+  const RealLibrary* expected = nullptr;
+  if (!published.compare_exchange_strong(expected, found, std::memory_order_acq_rel)) {
+    delete found;
+    return *expected;
+  }
+  logChoice(*found, sawSelf, globalConfig().ncclPath);
+  return *found;
 }
 
 // Tuner activation: the NCCL whose entries are hooked, and the trampolines of those entries.
@@ -309,8 +321,10 @@ bool realNcclHasProfilingApi() {
 }
 
 const char* ncclErrorText(ncclResult_t result) {
-  static const auto real = reinterpret_cast<decltype(&ncclGetErrorString)>(resolveRealNccl("ncclGetErrorString"));
+  const auto real = REAL_NCCL(ncclGetErrorString);
   return real != nullptr ? real(result) : "unknown NCCL error";
 }
+
+char gRealNcclMissing;
 
 }  // namespace nccl_lamport

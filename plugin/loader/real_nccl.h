@@ -23,6 +23,8 @@
 
 #include <nccl.h>
 
+#include <atomic>
+
 namespace nccl_lamport {
 
 /** Returns the address of the real NCCL function `name` (plain name, e.g. "ncclAllReduce"), or
@@ -55,10 +57,24 @@ const char* ncclErrorText(ncclResult_t result);
 
 }  // namespace nccl_lamport
 
-// Resolves once per call site (a function-local static), then costs one load.
+namespace nccl_lamport {
+/** What REAL_NCCL caches for a function the real NCCL does not have (its address, not its value). */
+extern char gRealNcclMissing;
+}  // namespace nccl_lamport
+
+// Resolves once per call site, then costs one load. The cache is a constant-initialized atomic,
+// not a static with an initializer: that one's guard would be held across the resolution's
+// dlsym/dladdr (the loader's lock), a deadlock with a library constructor calling NCCL. Racing
+// first calls resolve the same address.
 #define REAL_NCCL(fname)                                                                      \
   ([]() -> decltype(&::fname) {                                                               \
-    static decltype(&::fname) cached =                                                        \
-        reinterpret_cast<decltype(&::fname)>(::nccl_lamport::resolveRealNccl(#fname));        \
-    return cached;                                                                            \
+    static std::atomic<void*> cached{nullptr};                                                \
+    void* fn = cached.load(std::memory_order_acquire);                                        \
+    if (__builtin_expect(fn == nullptr, 0)) {                                                 \
+      fn = ::nccl_lamport::resolveRealNccl(#fname);                                           \
+      if (fn == nullptr) fn = &::nccl_lamport::gRealNcclMissing;                              \
+      cached.store(fn, std::memory_order_release);                                            \
+    }                                                                                         \
+    return fn == &::nccl_lamport::gRealNcclMissing ? nullptr                                  \
+                                                   : reinterpret_cast<decltype(&::fname)>(fn); \
   }())
