@@ -6,6 +6,7 @@
  * while this one holds the loader's lock; the outcome goes to ctorCallsNcclResult. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -28,6 +29,10 @@ __attribute__((constructor)) static void callNcclUnderTheLoaderLock(void) {
   if (strcmp(entry, "ncclGetVersion") == 0) {
     int version = 0;
     if (((int (*)(int*))fn)(&version) == 0 && version == 22800) ctorCallsNcclResult = 1;
+  } else if (strcmp(entry, "ncclAllReduce") == 0) {
+    /* the stand-in has no ncclAllReduce: the wrapper's ncclSystemError (2) */
+    if (((int (*)(const void*, void*, size_t, int, int, void*, void*))fn)(NULL, NULL, 0, 0, 0, NULL, NULL) == 2)
+      ctorCallsNcclResult = 1;
   } else if (strcmp(entry, "ncclTeamRail") == 0) {
     /* tests/shim/fake_opaque_nccl.c: 2 * x + y */
     if (((double (*)(double, long))fn)(1.5, 4) == 7.0) ctorCallsNcclResult = 1;
