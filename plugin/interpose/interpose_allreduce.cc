@@ -86,7 +86,7 @@ void orderAfterPreviousCall(LamportComm& lc, cudaStream_t stream, unsigned long 
 
 /** The real ncclCommGetAsyncError says ncclSuccess for comm (a couple of atomic loads in NCCL). */
 bool ncclReportsReady(ncclComm_t comm) {
-  static const auto getAsyncError = REAL_NCCL(ncclCommGetAsyncError);
+  const auto getAsyncError = REAL_NCCL(ncclCommGetAsyncError);  // cached by REAL_NCCL, no guard
   ncclResult_t state = ncclSuccess;
   return getAsyncError == nullptr || (getAsyncError(comm, &state) == ncclSuccess && state == ncclSuccess);
 }
@@ -210,7 +210,7 @@ ncclResult_t launchGroupedAllReduces() noexcept try {
 }
 
 ncclResult_t simulateGroupedAllReduces() noexcept try {
-  static const auto real = REAL_NCCL(ncclAllReduce);
+  const auto real = REAL_NCCL(ncclAllReduce);  // cached by REAL_NCCL (no static guard held across the resolution)
   std::vector<GroupedAllReduce> calls;
   calls.swap(tGroupedAllReduces);
   ncclResult_t first = ncclSuccess;
@@ -240,7 +240,7 @@ using namespace nccl_lamport;
 NCCL_LAMPORT_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                                ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                                cudaStream_t stream) try {
-  static const auto real = REAL_NCCL(ncclAllReduce);
+  const auto real = REAL_NCCL(ncclAllReduce);  // cached by REAL_NCCL (no static guard held across the resolution)
   if (real == nullptr) {
     LAMPORT_WARN("ncclAllReduce: the real NCCL function was not found (is libnccl loaded?)");
     return ncclSystemError;

@@ -8,6 +8,7 @@
 // (plugin/comm/deferred_setup.h).
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -138,8 +139,16 @@ ncclResult_t missing(const char* name) {
 bool interposerEnabled() {
   // Without NCCL's profiling aliases (NCCL < 2.16.2) we could not reach NCCL's own functions
   // behind our wrappers reliably: pass everything through (real_nccl.cc WARNs once).
-  static const bool enabled = globalConfig().enable && realNcclHasProfilingApi();
-  return enabled;
+  // Cached in a constant-initialized atomic (0 unknown, 1 off, 2 on), not a static with an
+  // initializer: that one's guard would be held across the resolution's dlsym (the loader's
+  // lock), a deadlock with a library constructor calling NCCL (tests/shim/test_resolve_lock_order.cc).
+  static std::atomic<int> state{0};
+  int known = state.load(std::memory_order_acquire);
+  if (__builtin_expect(known == 0, 0)) {
+    known = globalConfig().enable && realNcclHasProfilingApi() ? 2 : 1;
+    state.store(known, std::memory_order_release);
+  }
+  return known == 2;
 }
 
 int groupDepth() { return tGroupDepth; }
