@@ -176,6 +176,35 @@ nccl_lamport_opaque_slow:
 #define NCCL_LAMPORT_X(index, name, fallback) NCCL_LAMPORT_TRAMPOLINE name, index;
 NCCL_LAMPORT_OPAQUE_API(NCCL_LAMPORT_X)
 
+/* With -mbranch-protection the compiler marks every C/C++ object BTI/PAC-compatible in a GNU
+ * property note, and the linker keeps a feature for the shared object only if every input has it:
+ * without this note (what <cet.h> does on x86-64) this one file would drop BTI/PAC for the whole
+ * libnccl-lamport.so. The code above is compatible: "bti c" at each entry, the slow path entered
+ * by a direct branch, x30 saved and restored around the resolver call, no ret. */
+#if defined(__ARM_FEATURE_BTI_DEFAULT) && __ARM_FEATURE_BTI_DEFAULT
+#define NCCL_LAMPORT_AARCH64_BTI 1
+#else
+#define NCCL_LAMPORT_AARCH64_BTI 0
+#endif
+#if defined(__ARM_FEATURE_PAC_DEFAULT) && __ARM_FEATURE_PAC_DEFAULT
+#define NCCL_LAMPORT_AARCH64_PAC 2
+#else
+#define NCCL_LAMPORT_AARCH64_PAC 0
+#endif
+#if NCCL_LAMPORT_AARCH64_BTI || NCCL_LAMPORT_AARCH64_PAC
+        .pushsection .note.gnu.property, "a"
+        .p2align 3
+        .long 4                      /* name size ("GNU\0") */
+        .long 16                     /* descriptor size */
+        .long 5                      /* NT_GNU_PROPERTY_TYPE_0 */
+        .asciz "GNU"
+        .long 0xc0000000             /* GNU_PROPERTY_AARCH64_FEATURE_1_AND */
+        .long 4                      /* its data size */
+        .long NCCL_LAMPORT_AARCH64_BTI | NCCL_LAMPORT_AARCH64_PAC
+        .long 0                      /* padding to 8 bytes */
+        .popsection
+#endif
+
 #endif /* architectures */
 
 #if defined(__ELF__)
