@@ -12,7 +12,7 @@
  * index:    position in the list, 0, 1, 2, ... in order (the assembly needs it as a literal;
  *           opaque_forward.cc checks the order at compile time).
  * fallback: what a call returns when the real NCCL lacks the function (after one WARN):
- *           NCCL_LAMPORT_OPAQUE_ERROR  3 (ncclSystemError) in the return register;
+ *           NCCL_LAMPORT_OPAQUE_ERROR  ncclSystemError (2) in the return register;
  *           NCCL_LAMPORT_OPAQUE_ZERO   0 in the two integer return registers: an int 0, or an
  *                                      all-zero ncclTeam (nRanks = rank = stride = 0).
  * tests/check_shared_object.sh fails when the real NCCL exports a function missing here or in
