@@ -222,6 +222,18 @@ TEST_F(LogTest, TimestampSettingsParse) {
   EXPECT_EQ(parseTimestampSettings(nullptr, "[%T]_x_").format, "[%T] x ");
 }
 
+// NCCL 2.28's NCCL_DEBUG_TIMESTAMP_LEVELS takes a leading '^' as NCCL_DEBUG_SUBSYS does: every
+// level but those listed.
+TEST_F(LogTest, TimestampLevelsInversion) {
+  const uint32_t all =
+      (1u << kLogVersion) | (1u << kLogWarn) | (1u << kLogInfo) | (1u << kLogAbort) | (1u << kLogTrace);
+  EXPECT_EQ(parseTimestampSettings("^INFO", nullptr).levels & all, all & ~(1u << kLogInfo));
+  EXPECT_EQ(parseTimestampSettings("^warn,trace", nullptr).levels & all,
+            all & ~((1u << kLogWarn) | (1u << kLogTrace)));
+  EXPECT_EQ(parseTimestampSettings("^ALL", nullptr).levels & all, 0u);
+  EXPECT_EQ(parseTimestampSettings("^", nullptr).levels & all, all);
+}
+
 TEST_F(LogTest, TimestampFractionsAndStrftime) {
   EXPECT_EQ(formatTimestamp("%3f|%6f|%%|%9f|%1f", 1700000000, 123456789), "123|123456|%|123456789|1");
   EXPECT_EQ(formatTimestamp("%s.%2f ", 1700000000, 50000000), "1700000000.05 ");
