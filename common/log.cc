@@ -71,6 +71,9 @@ constexpr int kLevelCount = kLogTrace + 1;
 TimestampSettings parseTimestampSettings(const char* levels, const char* format) {
   TimestampSettings settings;
   if (levels != nullptr) {
+    // As NCCL 2.28 reads it: a leading '^' means every level but those listed.
+    const bool invert = levels[0] == '^';
+    if (invert) ++levels;
     settings.levels = 0;
     std::string list(levels);
     size_t start = 0;
@@ -84,6 +87,7 @@ TimestampSettings parseTimestampSettings(const char* levels, const char* format)
       if (comma == std::string::npos) break;
       start = comma + 1;
     }
+    if (invert) settings.levels = ((1u << kLevelCount) - 2) & ~settings.levels;
   }
   if (format != nullptr) {
     settings.format = format;

@@ -58,8 +58,8 @@ struct TimestampSettings {
   std::string format = "[%F %T] ";
 };
 
-/** Parses NCCL_DEBUG_TIMESTAMP_LEVELS (comma list of VERSION/WARN/INFO/ABORT/TRACE/ALL, any case;
- *  unknown names ignored) and NCCL_DEBUG_TIMESTAMP_FORMAT ('_' becomes a space; empty: no
+/** Parses NCCL_DEBUG_TIMESTAMP_LEVELS (comma list of VERSION/WARN/INFO/ABORT/TRACE/ALL, any case,
+ *  optional leading '^' to invert; unknown names ignored) and NCCL_DEBUG_TIMESTAMP_FORMAT ('_' becomes a space; empty: no
  *  timestamp). Either may be null (NCCL's default). */
 TimestampSettings parseTimestampSettings(const char* levels, const char* format);
 
