@@ -29,3 +29,14 @@ gtest_discover_tests(test_topology
   TEST_FILTER "Gpu*"
   TEST_LIST test_topology_gpu_TESTS
   PROPERTIES LABELS gpu SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
+
+# The lazily loaded NVML and driver tables against the loader's lock: a first use while a library
+# constructor (another thread's dlopen) uses them too (tests/unit/test_loader_lock_order.cc).
+add_library(shim_ctor_runs_callback SHARED ${PROJECT_SOURCE_DIR}/tests/shim/ctor_runs_callback.c)
+set_target_properties(shim_ctor_runs_callback PROPERTIES C_VISIBILITY_PRESET default)
+add_executable(test_loader_lock_order ${CMAKE_CURRENT_LIST_DIR}/test_loader_lock_order.cc)
+target_link_libraries(test_loader_lock_order PRIVATE lamport_internal GTest::gtest_main ${CMAKE_DL_LIBS})
+target_compile_definitions(test_loader_lock_order PRIVATE
+  CTOR_RUNS_CALLBACK_PATH="$<TARGET_FILE:shim_ctor_runs_callback>")
+add_dependencies(test_loader_lock_order shim_ctor_runs_callback)
+gtest_discover_tests(test_loader_lock_order PROPERTIES LABELS cpu DISCOVERY_TIMEOUT 60)
