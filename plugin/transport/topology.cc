@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <cstring>
@@ -75,18 +76,26 @@ Nvml loadNvml() {
   return nvml;
 }
 
+// Published once loaded, with no lock held across dlopen/nvmlInit (a function-local static's guard
+// would be: a library constructor reaching this under the loader's lock then waits for the guard
+// while its holder waits for the loader's lock). Threads racing on the first use each load; the
+// first to publish wins, the others' copies are dropped (dlopen and nvmlInit are reference-counted).
+std::atomic<const Nvml*> gNvml{nullptr};
+
 const Nvml& nvmlLibrary() {
-  static const Nvml nvml = [] {
-    Nvml loaded = loadNvml();
-    if (loaded.usable) {
-      LAMPORT_INFO(kSubsysInit, "NVML loaded for NVLink topology queries");
-    } else {
-      LAMPORT_INFO(kSubsysInit, "NVML unavailable (%s); using CUDA P2P attributes",
-                   loaded.failure.c_str());
-    }
-    return loaded;
-  }();
-  return nvml;
+  if (const Nvml* published = gNvml.load(std::memory_order_acquire)) return *published;
+  const Nvml* loaded = new Nvml(loadNvml());  // never freed once published: no exit-time order
+  const Nvml* expected = nullptr;
+  if (!gNvml.compare_exchange_strong(expected, loaded, std::memory_order_acq_rel)) {
+    delete loaded;
+    return *expected;
+  }
+  if (loaded->usable) {
+    LAMPORT_INFO(kSubsysInit, "NVML loaded for NVLink topology queries");
+  } else {
+    LAMPORT_INFO(kSubsysInit, "NVML unavailable (%s); using CUDA P2P attributes", loaded->failure.c_str());
+  }
+  return *loaded;
 }
 
 // ---- helpers -----------------------------------------------------------------------------
