@@ -30,7 +30,7 @@ gtest_discover_tests(test_topology
   TEST_LIST test_topology_gpu_TESTS
   PROPERTIES LABELS gpu SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
 
-# The lazily loaded NVML and driver tables against the loader's lock: a first use while a library
+# The lazily loaded NVML table against the loader's lock: a first use while a library
 # constructor (another thread's dlopen) uses them too (tests/unit/test_loader_lock_order.cc).
 add_library(shim_ctor_runs_callback SHARED ${PROJECT_SOURCE_DIR}/tests/shim/ctor_runs_callback.c)
 set_target_properties(shim_ctor_runs_callback PROPERTIES C_VISIBILITY_PRESET default)
