@@ -27,6 +27,7 @@ bool gWanted = false;                    // NCCL_DEBUG_FILE set and the level ab
 char gPattern[PATH_MAX + 1];             // NCCL_DEBUG_FILE as given (expanded at each lookup:
                                          // the pid changes in a forked child)
 int gAttachedFd = -1;                    // our dup() of NCCL's descriptor, -1: none yet
+int gNcclFd = -1;                        // NCCL's descriptor that gAttachedFd duplicates
 dev_t gAttachedDev = 0;                  // what gAttachedFd referred to when we took it, to notice
 ino_t gAttachedIno = 0;                  // a descriptor closed behind our back and reused
 char gPending[kPendingLogBytes];         // records: RecordHeader, text, '\0', message, '\0'
@@ -93,10 +94,22 @@ void drainPendingTo(int fd) {
 
 // Our dup() of NCCL's descriptor, or -1. Forgets it when the number no longer refers to the file
 // we took (someone closed it and the number was reused): never close what is not ours then.
+// Drops it when NCCL's descriptor no longer shares its offset, i.e. NCCL closed or reopened its
+// file (ncclResetDebugInit: fclose, then fopen "w" again): writing at the old offset would leave a
+// hole in the truncated file or overwrite NCCL's new lines. Then the next line looks again.
 int attachedFd() {
   if (gAttachedFd < 0) return -1;
-  struct stat now;
-  if (fstat(gAttachedFd, &now) != 0 || now.st_dev != gAttachedDev || now.st_ino != gAttachedIno) {
+  struct stat ours;
+  if (fstat(gAttachedFd, &ours) != 0 || ours.st_dev != gAttachedDev || ours.st_ino != gAttachedIno) {
+    gAttachedFd = -1;
+    return -1;
+  }
+  // One open file description has one offset: ours and NCCL's differ only when they are two.
+  struct stat theirs;
+  const off_t offset = lseek(gAttachedFd, 0, SEEK_CUR);
+  if (fstat(gNcclFd, &theirs) != 0 || theirs.st_dev != gAttachedDev || theirs.st_ino != gAttachedIno ||
+      offset < 0 || lseek(gNcclFd, 0, SEEK_CUR) != offset || offset > ours.st_size) {
+    close(gAttachedFd);
     gAttachedFd = -1;
   }
   return gAttachedFd;
@@ -128,6 +141,7 @@ bool findNcclDescriptor() {
   const int copy = fcntl(found, F_DUPFD_CLOEXEC, 0);
   if (copy < 0) return false;
   gAttachedFd = copy;
+  gNcclFd = found;
   gAttachedDev = target.st_dev;
   gAttachedIno = target.st_ino;
   return true;
@@ -166,10 +180,12 @@ void writePendingAtExit() {
   if (gPendingUsed == 0) return;
   if (!gWanted) return drainPendingTo(-1);
   if (drainIfNcclFileOpen()) return;
-  // NCCL never opened the file in this process (it will not any more), or could not: open it as
-  // NCCL would have. Where that fails too, NCCL's own lines went to stdout, and so do ours.
+  // NCCL never opened the file in this process (it will not any more), or could not: open it
+  // ourselves. Appending, not truncating as NCCL would: without "%p" other processes (ranks, or
+  // this one's children) may share the name, and their lines must not be wiped by ours. Where the
+  // open fails too, NCCL's own lines went to stdout, and so do ours.
   const std::string name = expandDebugFileName(gPattern, ncclStyleHostName(), static_cast<int>(getpid()));
-  const int fd = name.empty() ? -1 : open(name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  const int fd = name.empty() ? -1 : open(name.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
   drainPendingTo(fd);
   if (fd >= 0) close(fd);
 }

@@ -11,11 +11,13 @@
 //    after our calls into NCCL's init paths) and when NCCL hands us its logger;
 //  - from then on we write through a dup() of that descriptor: it shares NCCL's file offset, and
 //    NCCL's stream is line-buffered (one write() per line), so neither side overwrites the other;
+//    when NCCL truncates and reopens the file (ncclResetDebugInit) we notice and look again;
 //  - when NCCL hands us its logger, lines still pending (NCCL has no file: it writes to stdout)
 //    are replayed through that logger;
 //  - at exit (or when our library is unloaded) lines still pending go to NCCL's file if it is now
-//    open, else to the file opened by us as NCCL would have (NCCL never did, so it will not
-//    truncate it later), else to stdout, where NCCL writes when it cannot open the file;
+//    open, else are appended to the file of that name opened by us (NCCL never opened it in this
+//    process, so it will not truncate it later; appending keeps what other processes wrote
+//    there), else to stdout, where NCCL writes when it cannot open the file;
 //  - when the buffer is full, its lines go to stdout (in order) and buffering starts again.
 // A forked child starts with nothing pending: the parent's lines are the parent's to write.
 #pragma once
