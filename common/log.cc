@@ -1,4 +1,5 @@
 #include "common/log.h"
+#include "common/log_file.h"
 
 #include <strings.h>
 #include <sys/syscall.h>
@@ -169,12 +170,20 @@ void initLogFromEnvironment() {
     timestampSettings() = parseTimestampSettings(getenv("NCCL_DEBUG_TIMESTAMP_LEVELS"), getenv("NCCL_DEBUG_TIMESTAMP_FORMAT"));
     logEpoch();  // TRACE milliseconds count from here
   }
+  // NCCL opens NCCL_DEBUG_FILE only above VERSION: where our lines go depends on the level too.
+  configureLogFile(getenv("NCCL_DEBUG_FILE"), settings.level);
   gLogSubsys.store(settings.subsysMask, std::memory_order_relaxed);
   gLogLevel.store(settings.level, std::memory_order_relaxed);
 }
 }  // namespace detail
 
-void setNcclLogger(NcclDebugLogger logger) { gNcclLogger.store(logger, std::memory_order_release); }
+void setNcclLogger(NcclDebugLogger logger) {
+  // Lines still waiting for NCCL's file go first; the second hand-off takes a line that another
+  // thread printed between the first one and the store (it would otherwise wait until exit).
+  logFileHandOff(logger);
+  gNcclLogger.store(logger, std::memory_order_release);
+  logFileHandOff(logger);
+}
 
 void setLogDevice(int cudaDev) { tLogDevice = cudaDev; }
 
@@ -194,15 +203,10 @@ void setLogSinkForTest(void (*sink)(const char* line)) { gSink.store(sink, std::
 
 namespace {
 
-// Our own printer: one line as NCCL 2.28+ prints it, to the test sink, or to `out`.
-void printLine(int level, const char* file, int line, const char* message, FILE* out) {
-  static char hostname[64] = {0};
-  static std::once_flag hostOnce;
-  std::call_once(hostOnce, [] {
-    gethostname(hostname, sizeof(hostname) - 1);
-    char* dot = strchr(hostname, '.');
-    if (dot != nullptr) *dot = '\0';
-  });
+// Our own printer: one line as NCCL 2.28+ prints it, to the test sink, to NCCL_DEBUG_FILE (for
+// stdout: common/log_file.h), or to `out`.
+void printLine(int level, uint64_t subsys, const char* file, int line, const char* message, FILE* out) {
+  const char* hostname = ncclStyleHostName();
   std::string timestamp;
   {
     std::lock_guard<std::mutex> lock(gTimestampMutex);
@@ -237,6 +241,8 @@ void printLine(int level, const char* file, int line, const char* message, FILE*
   void (*sink)(const char*) = gSink.load(std::memory_order_acquire);
   if (sink != nullptr) {
     sink(full);
+  } else if (out == stdout && routeLogLineToFile(LogFileLine{level, subsys, file, line, message, full})) {
+    // in NCCL's file, or waiting for it
   } else {
     fputs(full, out);
     fflush(out);
@@ -258,7 +264,7 @@ void logMessage(int level, uint64_t subsys, const char* file, int line, const ch
     ncclLogger(level, static_cast<unsigned long>(subsys), file, line, "Lamport: %s", message);
     return;
   }
-  printLine(level, file, line, message, stdout);
+  printLine(level, subsys, file, line, message, stdout);
 }
 
 void logWarnAlways(const char* file, int line, const char* fmt, ...) {
@@ -270,7 +276,7 @@ void logWarnAlways(const char* file, int line, const char* fmt, ...) {
   if (logEnabled(kLogWarn, kSubsysAll)) {
     logMessage(kLogWarn, kSubsysAll, file, line, "%s", message);  // where every WARN goes
   } else {
-    printLine(kLogWarn, file, line, message, stderr);  // NCCL_DEBUG unset: not stdout, unasked
+    printLine(kLogWarn, kSubsysAll, file, line, message, stderr);  // NCCL_DEBUG unset: not stdout, unasked
   }
 }
 

@@ -5,7 +5,9 @@
 // default WARN only; NCCL_DEBUG_TIMESTAMP_FORMAT, default "[%F %T] ", '_' read as a space, %1f..%9f
 // for fractions of a second), then "host:pid:tid [dev] NCCL INFO Lamport: ...", a WARN with
 // "file:line" and a blank line before it, a TRACE with the milliseconds since logging started;
-// honouring NCCL_DEBUG and NCCL_DEBUG_SUBSYS exactly as NCCL parses them. The level test happens before any formatting,
+// honouring NCCL_DEBUG and NCCL_DEBUG_SUBSYS exactly as NCCL parses them. With NCCL_DEBUG_FILE set
+// (and NCCL_DEBUG above VERSION) those lines go into NCCL's debug file instead of stdout, held back
+// until NCCL has opened it (common/log_file.h). The level test happens before any formatting,
 // so a disabled log line costs one relaxed load and a compare on the hot path.
 #pragma once
 
@@ -89,7 +91,8 @@ inline bool logEnabled(int level, uint64_t subsys) {
 void logMessage(int level, uint64_t subsys, const char* file, int line, const char* fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
-/** Routes later messages through NCCL's logger (null: back to our own printer). Thread-safe. */
+/** Routes later messages through NCCL's logger (null: back to our own printer); lines still waiting
+ *  for NCCL_DEBUG_FILE go to NCCL's file, or through `logger`, first. Thread-safe. */
 void setNcclLogger(NcclDebugLogger logger);
 
 /** Prints one WARN line even when NCCL_DEBUG would hide it (our own printer, on stderr, when the
@@ -112,7 +115,7 @@ void setTimestampSettingsForTest(const TimestampSettings& settings);
 /** Replaces the settings (tests only). */
 void setLogSettingsForTest(const LogSettings& settings);
 
-/** Where our own printer writes (tests only; null: stdout, as NCCL does). */
+/** Where our own printer writes (tests only; null: stdout or NCCL_DEBUG_FILE, as NCCL does). */
 void setLogSinkForTest(void (*sink)(const char* line));
 
 }  // namespace nccl_lamport

@@ -22,6 +22,7 @@
 #include "plugin/hooks/tuner_activation.h"
 #include "plugin/interpose/interpose_state.h"
 #include "common/log.h"
+#include "common/log_file.h"
 #include "plugin/loader/real_nccl.h"
 #include "plugin/comm/workspace_setup.h"
 #include "tuner/tuner_impl.h"
@@ -65,6 +66,8 @@ int currentCudaDevice() {
 
 /** What every init/split wrapper does once NCCL returned: set up now, later, or never. */
 void onCommCreated(ncclResult_t result, ncclComm_t comm, bool blocking) noexcept try {
+  // NCCL has logged (and so opened NCCL_DEBUG_FILE) by now: our lines waiting for it go there.
+  logFileCheckpoint();
   if (comm == nullptr || (result != ncclSuccess && result != ncclInProgress)) return;
   // From the first communicator on, NCCL has initialised CUDA: our log lines may ask for the
   // device (before, they never touch CUDA and print [-1]).
@@ -202,6 +205,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, co
   if (!interposerEnabled()) return real(comms, ndev, devlist);
   markInterposerActive();
   ncclResult_t result = real(comms, ndev, devlist);
+  logFileCheckpoint();  // as onCommCreated
   if ((result != ncclSuccess && result != ncclInProgress) || comms == nullptr) return result;
   std::vector<ncclComm_t> created(comms, comms + ndev);
   if (tunerHooksInstalled()) return result;  // as onCommCreated

@@ -16,6 +16,7 @@ add_executable(lamport_cpu_tests
   ${CMAKE_CURRENT_LIST_DIR}/test_small_file.cc
   ${CMAKE_CURRENT_LIST_DIR}/test_config.cc
   ${CMAKE_CURRENT_LIST_DIR}/test_log.cc
+  ${CMAKE_CURRENT_LIST_DIR}/test_log_file.cc
 )
 target_link_libraries(lamport_cpu_tests PRIVATE
   lamport_tuner_exports
