@@ -88,11 +88,6 @@ std::vector<LoopbackVariant> loopbackVariants(int nRanks, DType dtype) {
     LoopbackVariant prefetch{"fast-stash-prefetch", false, false, 0, true};
     prefetch.fastPass = 5;
     v.push_back(prefetch);
-    // The stash kernel with ordinary (write-back) output stores, as shipped until session 16
-    // (kGridStridedStashWriteBack), at every size: what the evict-first output stores are worth.
-    LoopbackVariant writeBack{"fast-stash-wb", false, false, 0, true};
-    writeBack.fastPass = 6;
-    v.push_back(writeBack);
   }
   if (nRanks >= 4) {
     v.push_back({"twoshot", false, true, 0, true});

@@ -65,11 +65,6 @@ enum class LamportKernelVariant : int { kFast = 0, kBaseline = 1, kTwoShot = 2 }
  * (lamportDynamicSmemBytes), so that its blocks fit beside any of them.
  * kGridStridedStashPrefetch (A/B, bf16 at 2, 4, 8 ranks): kGridStridedStash with the stash
  * groups copied from sendbuff into shared memory at entry (cp.async), all in flight together.
- * The stash kernels write whole output vectors with evict-first (streaming) stores: the kernel never
- * reads recvbuff back, and the lines it keeps reusing (the Lamport buffers, the input) then stay
- * in L2 (loopback on one H200, 2 ranks, 2 MB: 1.3 % faster, docs/loopback-log-1xh200.md, session
- * 16). kGridStridedStashWriteBack (A/B, bf16 at 2, 4, 8 ranks): kGridStridedStash with ordinary
- * (write-back) output stores, as shipped until session 16.
  */
 enum class LamportFastPass : int {
   kAuto = 0,
@@ -77,8 +72,7 @@ enum class LamportFastPass : int {
   kSinglePass = 2,
   kSinglePassNoBarrier = 3,
   kGridStridedStash = 4,
-  kGridStridedStashPrefetch = 5,
-  kGridStridedStashWriteBack = 6
+  kGridStridedStashPrefetch = 5
 };
 
 /**
@@ -222,8 +216,7 @@ struct LamportOneShotArgs {
                              // holds the message, else kGridStrided; kGridStrided and
                              // kGridStridedStash always; kSinglePassNoBarrier (A/B, bf16 at 2, 4, 8
                              // ranks only) where its grid holds the message, else kGridStrided;
-                             // kGridStridedStashPrefetch and kGridStridedStashWriteBack (A/B, bf16
-                             // at 2, 4, 8 ranks) always.
+                             // kGridStridedStashPrefetch (A/B, bf16 at 2, 4, 8 ranks) always.
                              // Anything else, or a value other than kAuto for another variant or
                              // shape: cudaErrorInvalidValue
   int minBlocksPerSm;  // kFast, A/B only: 0 = the shipped kernel; 5 or 7 = its grid-strided

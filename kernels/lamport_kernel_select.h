@@ -25,14 +25,12 @@ constexpr int kLamportFastVectorsPerThread = 1;
 /**
  * A/B shapes of the kFast one-shot kernel per unrolled nRanks (lamport_oneshot_variants.cu): up to
  * 4 with more vectors per thread or a register cap, then the A/B passes: the single-pass kernel
- * without the block barrier (kLamportNoBarrierSlot), the stash kernel that prefetches its
- * groups (kLamportPrefetchSlot) and the stash kernel with write-back output stores
- * (kLamportWriteBackSlot).
+ * without the block barrier (kLamportNoBarrierSlot) and the stash kernel that prefetches its
+ * groups (kLamportPrefetchSlot).
  */
-constexpr int kLamportFastShapeSlots = 7;
+constexpr int kLamportFastShapeSlots = 6;
 constexpr int kLamportNoBarrierSlot = 5;
 constexpr int kLamportPrefetchSlot = 6;
-constexpr int kLamportWriteBackSlot = 7;
 
 /**
  * The kFast one-shot A/B shape with vectorsPerThread vectors per data thread (0 = 1) and, where
@@ -48,9 +46,8 @@ LamportKernelFn selectFastKernelShape(LamportDataType datatype, LamportReduceOp 
 /**
  * The kernel of an A/B pass of kFast (lamport_oneshot_variants.cu), bf16, sum and avg:
  * kSinglePassNoBarrier (the single pass without the block barrier) at 2, 4 and 8 ranks,
- * kGridStridedStashPrefetch and kGridStridedStashWriteBack at 2, 4 and 8 ranks; null otherwise.
- * *slot gets its grid-limit cache slot (kLamportNoBarrierSlot, kLamportPrefetchSlot or
- * kLamportWriteBackSlot).
+ * kGridStridedStashPrefetch at 2, 4 and 8 ranks; null otherwise. *slot gets its grid-limit cache slot
+ * (kLamportNoBarrierSlot or kLamportPrefetchSlot).
  */
 LamportKernelFn selectFastAbPassKernel(LamportDataType datatype, LamportReduceOp op, int nRanks, LamportFastPass pass,
                                        int* slot);

@@ -210,7 +210,6 @@ LaunchShape shapeFor(const LamportOneShotArgs& args) {
       break;
     case LamportFastPass::kSinglePassNoBarrier:
     case LamportFastPass::kGridStridedStashPrefetch:
-    case LamportFastPass::kGridStridedStashWriteBack:
       if (args.variant != LamportKernelVariant::kFast || abShape ||
           selectFastAbPassKernel(args.datatype, args.op, args.layout.nRanks, args.fastPass, nullptr) == nullptr) {
         return shape;
@@ -233,16 +232,15 @@ LaunchShape shapeFor(const LamportOneShotArgs& args) {
 
 /**
  * The shape of kFast's `pass` kernel for args, with base's block size: kSinglePass and
- * kGridStridedStash from the shipped kernels, kSinglePassNoBarrier, kGridStridedStashPrefetch and
- * kGridStridedStashWriteBack from the A/B ones (their cache slots after the shapes). A null kernel where args take none: not
+ * kGridStridedStash from the shipped kernels, kSinglePassNoBarrier and kGridStridedStashPrefetch
+ * from the A/B ones (their cache slots after the shapes). A null kernel where args take none: not
  * kFast, or an A/B vectors-per-thread / register-cap shape.
  */
 LaunchShape fastPassShape(const LamportOneShotArgs& args, const LaunchShape& base, LamportFastPass pass) {
   LaunchShape shape = base;
   shape.kernel = nullptr;
   if (base.kernel == nullptr || args.variant != LamportKernelVariant::kFast || isAbShape(args)) return shape;
-  if (pass == LamportFastPass::kSinglePassNoBarrier || pass == LamportFastPass::kGridStridedStashPrefetch ||
-      pass == LamportFastPass::kGridStridedStashWriteBack) {
+  if (pass == LamportFastPass::kSinglePassNoBarrier || pass == LamportFastPass::kGridStridedStashPrefetch) {
     int slot = 0;
     shape.kernel = selectFastAbPassKernel(args.datatype, args.op, args.layout.nRanks, pass, &slot);
     shape.cacheIndex = shapeIndex(args.op, args.layout.nRanks, slot, shape.dataThreads);
@@ -408,8 +406,7 @@ cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t st
       resident = onePassResident;
       chosen = true;
     }
-  } else if (pass == LamportFastPass::kGridStridedStash || pass == LamportFastPass::kGridStridedStashPrefetch ||
-             pass == LamportFastPass::kGridStridedStashWriteBack) {
+  } else if (pass == LamportFastPass::kGridStridedStash || pass == LamportFastPass::kGridStridedStashPrefetch) {
     shape = fastPassShape(args, shape, pass);
   }
   if (!chosen) blocks = gridBlocks(args, shape, device, &resident);

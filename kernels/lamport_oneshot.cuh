@@ -142,19 +142,13 @@ __device__ __forceinline__ LamportVec loadInput(const void* sendbuff, size_t byt
   return lamportSanitize<Codec>(x);
 }
 
-/** Stores vector v of the result, masking a partial tail. STREAMING: a whole aligned vector is
- *  stored evict-first (lamportStoreStreaming), for kernels that keep reusing other lines. */
-template <bool STREAMING = false>
+/** Stores vector v of the result, masking a partial tail. */
 __device__ __forceinline__ void storeOutput(void* recvbuff, size_t bytes, uint32_t v,
                                             const LamportVec& x) {
   char* dst = static_cast<char*>(recvbuff) + static_cast<size_t>(v) * kLamportVectorBytes;
   const size_t left = bytes - static_cast<size_t>(v) * kLamportVectorBytes;
   if (left >= kLamportVectorBytes && (reinterpret_cast<uintptr_t>(dst) & 15u) == 0) {
-    if constexpr (STREAMING) {
-      lamportStoreStreaming(dst, x);
-    } else {
-      *reinterpret_cast<LamportVec*>(dst) = x;
-    }
+    *reinterpret_cast<LamportVec*>(dst) = x;
   } else {
     lamportStoreBytes(dst, x, left < kLamportVectorBytes ? static_cast<int>(left) : 16);
   }

@@ -18,8 +18,7 @@
 //  - Large messages (the stash kernel, kGridStridedStash): a thread's further input vectors wait
 //    in shared memory for the reduce pass instead of being read twice, and each vector received
 //    is set back to the sentinel right after it is reduced, while its line is in L2 (one dirty
-//    line written back once, instead of a second pass over the buffer a round later). Its
-//    output stores are evict-first, so recvbuff's lines give way first in L2.
+//    line written back once, instead of a second pass over the buffer a round later).
 //  - Grid: one launch takes at most 1/kLamportResidencyShare of the device (issue 10 point 1).
 //    Correct for any grid: vectors are grid-strided, and a thread publishes all its vectors before
 //    it waits on any, so a wait never depends on a block that has not published yet being unable
@@ -122,7 +121,7 @@ __device__ __forceinline__ void pollVectors(LamportVec (&vals)[K][NRANKS], const
 }
 
 /**
- * The stash kernels (kGridStridedStash and its A/B forms): once vector `vec` (own buffer,
+ * The stash kernels (kGridStridedStash, kGridStridedStashPrefetch): once vector `vec` (own buffer,
  * slot 0) is reduced, the peers' copies of it are set back to the sentinel right away, while their
  * lines are still in L2, instead of by the next round's clear of this buffer. No peer writes it
  * again before this kernel has completed: a peer writes this buffer again in round k + 3, which
@@ -207,12 +206,7 @@ __device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs&
   // stash groups are copied from sendbuff into shared memory at entry (cp.async), all in flight
   // together, instead of one load per group in the publish loop.
   constexpr bool kPrefetch = PASS == LamportFastPass::kGridStridedStashPrefetch;
-  // The stash kernels store whole output vectors evict-first (streaming): recvbuff is never read
-  // back here, and the Lamport buffer and input lines this kernel reuses then stay in L2.
-  // kWriteBack (A/B): ordinary stores, as shipped until session 16.
-  constexpr bool kWriteBack = PASS == LamportFastPass::kGridStridedStashWriteBack;
-  constexpr bool kStash = PASS == LamportFastPass::kGridStridedStash || kPrefetch || kWriteBack;
-  constexpr bool kStreamingOutput = kStash && !kWriteBack;
+  constexpr bool kStash = PASS == LamportFastPass::kGridStridedStash || kPrefetch;
   static_assert(!kStash || K == 1, "the stash holds one vector per group");
   __shared__ LamportDeviceState sState;
   __shared__ int sGaveUp;
@@ -355,8 +349,8 @@ __device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs&
 #pragma unroll
       for (int k = 0; k < K; ++k) {
         if (valid[k]) {
-          oneshot::storeOutput<kStreamingOutput>(args.recvbuff, bytes, first + static_cast<uint32_t>(k) * stride,
-                                                 oneshot::reduceVector<Codec, OP, NRANKS>(vals[k]));
+          oneshot::storeOutput(args.recvbuff, bytes, first + static_cast<uint32_t>(k) * stride,
+                               oneshot::reduceVector<Codec, OP, NRANKS>(vals[k]));
           if constexpr (kStash) oneshot::clearReceived<NRANKS>(vec[k], slotBytes, rank, nRanks);
         }
       }
@@ -369,7 +363,7 @@ __device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs&
 #pragma unroll
         for (int e = 0; e < kElems; ++e) acc[e] *= scale;
       }
-      oneshot::storeOutput<kStreamingOutput>(args.recvbuff, bytes, first, Codec::pack(acc));
+      oneshot::storeOutput(args.recvbuff, bytes, first, Codec::pack(acc));
       if constexpr (kStash) oneshot::clearReceived<0>(vec[0], slotBytes, rank, nRanks);
     }
     if constexpr (kSinglePass) break;

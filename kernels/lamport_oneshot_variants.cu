@@ -1,7 +1,6 @@
 // A/B shapes of the kFast one-shot kernel, for nccl-lamport-bench --loopback only: more vectors per
 // data thread (K) than the shipped 1, the grid-strided kernel under a register cap, and the
-// single-pass kernel without its block barrier, the stash kernel that prefetches its groups and the
-// stash kernel with write-back output stores,
+// single-pass kernel without its block barrier, and the stash kernel that prefetches its groups,
 // bf16 only (sum and avg), 2, 4 and 8 ranks, so that
 // every run shows what the choices of docs/loopback-log-1xh200.md (session 4) are worth on its
 // machine. The plugin never selects them.
@@ -48,7 +47,7 @@ constexpr int shapesFor(int nRanks) {
 }
 static_assert(shapesFor(2) < kLamportNoBarrierSlot && shapesFor(4) < kLamportNoBarrierSlot &&
                   shapesFor(8) < kLamportNoBarrierSlot && kLamportNoBarrierSlot < kLamportPrefetchSlot &&
-                  kLamportPrefetchSlot < kLamportWriteBackSlot && kLamportWriteBackSlot <= kLamportFastShapeSlots,
+                  kLamportPrefetchSlot <= kLamportFastShapeSlots,
               "more A/B shapes for one nRanks than cache slots (kLamportFastShapeSlots)");
 
 template <typename T, LamportReduceOp OP>
@@ -109,8 +108,6 @@ LamportKernelFn abPassForRanks(int nRanks, LamportFastPass pass) {
       return passForRanks<T, OP, LamportFastPass::kSinglePassNoBarrier>(nRanks);
     case LamportFastPass::kGridStridedStashPrefetch:
       return passForRanks<T, OP, LamportFastPass::kGridStridedStashPrefetch>(nRanks);
-    case LamportFastPass::kGridStridedStashWriteBack:
-      return passForRanks<T, OP, LamportFastPass::kGridStridedStashWriteBack>(nRanks);
     default:
       return nullptr;
   }
@@ -122,9 +119,7 @@ LamportKernelFn selectFastAbPassKernel(LamportDataType datatype, LamportReduceOp
                                        int* slot) {
   if (datatype != LamportDataType::kBFloat16) return nullptr;
   if (slot != nullptr) {
-    *slot = pass == LamportFastPass::kGridStridedStashPrefetch    ? kLamportPrefetchSlot
-            : pass == LamportFastPass::kGridStridedStashWriteBack ? kLamportWriteBackSlot
-                                                                  : kLamportNoBarrierSlot;
+    *slot = pass == LamportFastPass::kGridStridedStashPrefetch ? kLamportPrefetchSlot : kLamportNoBarrierSlot;
   }
   switch (op) {
     case LamportReduceOp::kSum: return abPassForRanks<__nv_bfloat16, LamportReduceOp::kSum>(nRanks, pass);

@@ -330,16 +330,6 @@ __device__ __forceinline__ void lamportStoreVolatile(void* dst, const LamportVec
                : "memory");
 }
 
-/**
- * Weak 16-byte store with the evict-first (streaming) cache hint, for output this kernel never
- * reads back: it leaves L2 room for the lines the kernel keeps reusing (PTX st.cs).
- */
-__device__ __forceinline__ void lamportStoreStreaming(void* dst, const LamportVec& v) {
-  asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(dst), "r"(v.w[0]), "r"(v.w[1]),
-               "r"(v.w[2]), "r"(v.w[3])
-               : "memory");
-}
-
 /** Weak 16-byte store, for clearing our own previous buffer (ordered by the kernel boundary). */
 __device__ __forceinline__ void lamportStoreWeak(void* dst, const LamportVec& v) {
   asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(dst), "r"(v.w[0]), "r"(v.w[1]),

@@ -111,10 +111,6 @@ TEST(LamportLaunchValidation, RejectsBadArguments) {
     a.rank = 0;
     EXPECT_EQ(launchLamportOneShot(a, nullptr), cudaSuccess) << "prefetching stash, bf16, 2 ranks";
   }
-  expectInvalid("write-back stash at 3 ranks (2, 4, 8 only)", [](LamportOneShotArgs& a) {
-    a.fastPass = LamportFastPass::kGridStridedStashWriteBack;
-    a.layout.nRanks = 3;
-  });
   // Register-capped A/B kernels: 5 or 7 blocks per SM, one vector per thread, <= 256 data threads.
   expectInvalid("register cap of 6 blocks (not built)", [](LamportOneShotArgs& a) { a.minBlocksPerSm = 6; });
   expectInvalid("negative register cap", [](LamportOneShotArgs& a) { a.minBlocksPerSm = -5; });
@@ -288,10 +284,8 @@ TEST(GpuLamportOneShot, StashAndRegisterCapsStayCorrectOnStridedGrids) {
                        Ab{"stash bf16, 512 threads", LamportFastPass::kGridStridedStash, 0, 512, kBf16},
                        Ab{"prefetching stash", LamportFastPass::kGridStridedStashPrefetch, 0, 0, kBf16},
                        Ab{"prefetching stash, 64 threads", LamportFastPass::kGridStridedStashPrefetch, 0, 64, kBf16},
-                       Ab{"write-back stash", LamportFastPass::kGridStridedStashWriteBack, 0, 0, kBf16},
                        Ab{"cap 5", LamportFastPass::kAuto, 5, 256, kBf16}, Ab{"cap 7", LamportFastPass::kAuto, 7, 128, kBf16}}) {
-    const bool abOnly = ab.minBlocksPerSm != 0 || ab.pass == LamportFastPass::kGridStridedStashPrefetch ||
-                        ab.pass == LamportFastPass::kGridStridedStashWriteBack;
+    const bool abOnly = ab.minBlocksPerSm != 0 || ab.pass == LamportFastPass::kGridStridedStashPrefetch;
     for (int nRanks : abOnly ? std::vector<int>{2, 4, 8} : std::vector<int>{2, 3, 4, 8}) {
       World w;
       ASSERT_NO_FATAL_FAILURE(w.init(nRanks, kIoBytes));
@@ -327,7 +321,6 @@ TEST(GpuLamportOneShot, InPlaceClearHandsOverToTheOtherKernels) {
   constexpr LamportKernelVariant kFast = LamportKernelVariant::kFast;
   constexpr LamportFastPass kStash = LamportFastPass::kGridStridedStash;
   constexpr LamportFastPass kPrefetch = LamportFastPass::kGridStridedStashPrefetch;
-  constexpr LamportFastPass kWriteBack = LamportFastPass::kGridStridedStashWriteBack;
   constexpr LamportFastPass kAuto = LamportFastPass::kAuto;
   for (int nRanks : {2, 3, 4, 8}) {
     World w;
@@ -337,9 +330,7 @@ TEST(GpuLamportOneShot, InPlaceClearHandsOverToTheOtherKernels) {
                                {kFast, LamportFastPass::kGridStrided}, {kFast, kStash},
                                {kFast, LamportFastPass::kSinglePass},  {kFast, kStash},
                                {LamportKernelVariant::kBaseline, kAuto}, {kFast, kStash}};
-    if (nRanks != 3) {  // the A/B kernels are built at 2, 4, 8
-      steps.insert(steps.end(), {{kFast, kPrefetch}, {kFast, kStash}, {kFast, kWriteBack}, {kFast, kStash}});
-    }
+    if (nRanks != 3) steps.insert(steps.end(), {{kFast, kPrefetch}, {kFast, kStash}});  // built at 2, 4, 8
     if (nRanks >= 4) steps.insert(steps.end(), {{LamportKernelVariant::kTwoShot, kAuto}, {kFast, kStash}});
     const int fullGrid = w.maxBlocks;
     for (int cap : {fullGrid, 1, 3}) {
@@ -348,7 +339,7 @@ TEST(GpuLamportOneShot, InPlaceClearHandsOverToTheOtherKernels) {
         w.variant = step.variant;
         w.fastPass = step.pass;
         std::vector<CallSpec> calls = randomCalls(4, rng, kSlotBytes / 4);  // fp32 fits a one-shot slot
-        if (step.pass == kPrefetch || step.pass == kWriteBack) {
+        if (step.pass == kPrefetch) {
           for (CallSpec& c : calls) c.type = LamportDataType::kBFloat16;  // the A/B kernel is bf16 only
         }
         const std::string where = std::to_string(nRanks) + " ranks, cap " + std::to_string(cap) + ", variant " +
