@@ -65,6 +65,7 @@ set_target_properties(shim_ctor_calls_nccl PROPERTIES C_VISIBILITY_PRESET defaul
 target_link_libraries(shim_ctor_calls_nccl PRIVATE ${CMAKE_DL_LIBS})
 add_executable(test_resolve_lock_order ${_shim}/test_resolve_lock_order.cc)
 target_link_libraries(test_resolve_lock_order PRIVATE GTest::gtest_main ${CMAKE_DL_LIBS})
+target_include_directories(test_resolve_lock_order PRIVATE ${PROJECT_SOURCE_DIR})
 target_compile_definitions(test_resolve_lock_order PRIVATE LAMPORT_SO_PATH="${_lamport_so}"
                            CTOR_CALLS_NCCL_PATH="$<TARGET_FILE:shim_ctor_calls_nccl>"
                            FAKE_NCCL_PATH="$<TARGET_FILE:shim_fake_opaque_nccl>")

@@ -20,6 +20,8 @@
 #include <string>
 #include <thread>
 
+#include "tests/shim/child_deadline.h"
+
 namespace {
 
 constexpr auto kTimeout = std::chrono::seconds(10);
@@ -59,19 +61,7 @@ constexpr auto kTimeout = std::chrono::seconds(10);
 std::string runInChild(const char* entry) {
   const pid_t pid = fork();
   if (pid == 0) childScenario(entry);
-  if (pid < 0) return "fork failed";
-  const auto deadline = std::chrono::steady_clock::now() + kTimeout;
-  int status = 0;
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return "deadlock";
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
-  return "signal " + std::to_string(WTERMSIG(status));
+  return nccl_lamport::testing::waitForChild(pid, kTimeout);
 }
 
 TEST(ResolveLockOrder, ForwarderFirstCallWhileAConstructorCallsIt) {
