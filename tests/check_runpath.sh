@@ -41,5 +41,23 @@ while IFS= read -r f; do
   done
 done < <(find "$prefix" -type f)
 echo "installed: $installed ELF files checked"
+# The installed benchmark must reach the installed plugin through its own search path, wherever
+# CMAKE_INSTALL_LIBDIR put it (lib, lib64, lib/<multiarch>).
+bench=$(find "$prefix" -type f -name nccl-lamport-bench | head -1)
+if [ -n "$bench" ]; then
+  found=""
+  IFS=':' read -ra entries <<<"$(runpath "$bench")"
+  for e in "${entries[@]}"; do
+    dir="${e/\$ORIGIN/$(dirname "$bench")}"
+    [ -e "$dir/libnccl-lamport.so" ] && found="$dir"
+  done
+  if [ -z "$found" ]; then
+    echo "FAIL: the installed benchmark's search path [$(runpath "$bench")] reaches no libnccl-lamport.so" \
+         "(installed: $(find "$prefix" -name libnccl-lamport.so | sed "s|$prefix/||"))"
+    fail=1
+  else
+    echo "installed benchmark finds the plugin in ${found#$prefix/}"
+  fi
+fi
 [ "$installed" -gt 0 ] || { echo "FAIL: nothing installed"; fail=1; }
 exit $fail
