@@ -1,10 +1,10 @@
 // Tuner activation (SPEC 4a): when NCCL 2.28+ loads this object only as its tuner, the first
 // tuner init hooks the entry points of that NCCL (plugin/hooks/entry_hooks.h) so that every
 // caller reaches our wrappers, whose calls to NCCL then go through the trampolines
-// (plugin/real_nccl.h: useHookedNccl).
+// (plugin/loader/real_nccl.h: useHookedNccl).
 //
-// The hooks are installed only with NCCL_LAMPORT_TUNER_HOOKS=1 (default 0 until this mode has
-// run on a GPU). Each communicator's workspace is then set up inside the tuner's init
+// The hooks are installed unless NCCL_LAMPORT_TUNER_HOOKS=0 (tuner only). Each communicator's
+// workspace is then set up inside the tuner's init
 // (plugin/comm/tuner_setup.h) and bound to its handle at its first hooked ncclAllReduce; the
 // wrappers' own set-up points (after init, at the outermost group end) are skipped in this mode,
 // since they are not the same on every rank here (a rank's first communicator was created
