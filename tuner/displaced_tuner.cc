@@ -2,14 +2,17 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <mutex>
 #include <sstream>
 #include <vector>
 
 #include "common/small_file.h"
+#include "tuner/tuner_loader_rules.h"
 
 namespace nccl_lamport {
 
@@ -45,15 +48,13 @@ bool isLamport(void* handle, const void* table, const std::string& ourPath) {
   return marker != nullptr && objectOf(marker) == objectOf(table);
 }
 
-// The tuner struct in handle that a communicator set up through ncclAbiVersion can use: that
-// version's, else the newest older one whose init needs nothing NCCL's v5+ init alone gives
-// (v4, v3, v2). Not v5/v6 under a newer NCCL: their init takes NCCL's model constants in a layout
-// that differs from v7's. None, with *ours set, for nccl-lamport itself (isLamport).
-DisplacedTuner tableIn(void* handle, int ncclAbiVersion, const std::string& ourPath, bool* ours) {
+// The first tuner struct in handle of the versions NCCL accepts (TunerLoaderRules::structVersions,
+// in NCCL's order). None, with *ours set, for nccl-lamport itself (isLamport).
+DisplacedTuner tableIn(void* handle, const std::vector<int>& versions, const std::string& ourPath, bool* ours) {
   DisplacedTuner found;
   *ours = false;
   if (handle == nullptr) return found;
-  for (const int version : {ncclAbiVersion, 4, 3, 2}) {
+  for (const int version : versions) {
     if (const void* table = dlsym(handle, ("ncclTunerPlugin_v" + std::to_string(version)).c_str())) {
       *ours = isLamport(handle, table, ourPath);
       if (*ours) return found;
@@ -66,43 +67,71 @@ DisplacedTuner tableIn(void* handle, int ncclAbiVersion, const std::string& ourP
   return found;
 }
 
-// NCCL's nccl.conf files, in the order it reads them (src/misc/param.cc): NCCL_CONF_FILE when set
-// and not empty, else ~/.nccl.conf; then /etc/nccl.conf.
-std::vector<std::string> confFiles() {
+// The home directory NCCL reads ~/.nccl.conf from: $HOME, or before 2.30 the passwd entry's
+// (none for a user without one, as in a container run under a bare uid). False: none.
+bool homeDirectory(const TunerLoaderRules& rules, std::string* home) {
+  if (!rules.homeFromPasswd) {
+    const char* env = getenv("HOME");
+    if (env != nullptr) *home = env;
+    return env != nullptr;
+  }
+  passwd entry{};
+  passwd* result = nullptr;
+  std::vector<char> buffer(16384);  // getpwuid_r, not NCCL's getpwuid: other threads may call that meanwhile
+  if (getpwuid_r(getuid(), &entry, buffer.data(), buffer.size(), &result) != 0 || result == nullptr ||
+      result->pw_dir == nullptr) {
+    return false;
+  }
+  *home = result->pw_dir;
+  return true;
+}
+
+// NCCL's nccl.conf files, in the order it reads them (src/misc/param.cc): NCCL_CONF_FILE when set,
+// not empty and known to that NCCL, else ~/.nccl.conf; then /etc/nccl.conf.
+std::vector<std::string> confFiles(const TunerLoaderRules& rules) {
   std::vector<std::string> confs;
-  const char* file = getenv("NCCL_CONF_FILE");
+  const char* file = rules.confFileVariable ? getenv("NCCL_CONF_FILE") : nullptr;
+  std::string home;
   if (file != nullptr && file[0] != '\0') {
     confs.emplace_back(file);
-  } else if (const char* home = getenv("HOME")) {
-    confs.push_back(std::string(home) + "/.nccl.conf");
+  } else if (homeDirectory(rules, &home)) {
+    confs.push_back(home + "/.nccl.conf");
   }
   confs.emplace_back("/etc/nccl.conf");
   return confs;
 }
 
-// What NCCL's tuner loader (src/plugin/tuner.cc) would have done without ours: NCCL_TUNER_PLUGIN
-// as the first nccl.conf assignment sets it ("none", in any case: no tuner at all); the named
-// library (unset or empty: libnccl-tuner.so), by each name NCCL tries; only when none of those
-// opens, the net plugin's. The first library that opens decides: one without a tuner struct we
-// can call means none (NCCL: "unsupported", and no net plugin fallback). nccl-lamport itself (or
+bool isNone(const TunerLoaderRules& rules, const std::string& value) {
+  return rules.noneTurnsPluginsOff && strcasecmp(value.c_str(), "none") == 0;
+}
+
+// What the tuner loader of the NCCL that called ours through tuner ABI `version` would have done
+// without ours (rules: tuner/tuner_loader_rules.h): NCCL_TUNER_PLUGIN as the first nccl.conf
+// assignment sets it ("none", where that NCCL knows it: no tuner at all); the named library
+// (unset or empty: libnccl-tuner.so), by each name NCCL tries; only when none of those opens,
+// the net plugin's. The first library that opens decides: one without a tuner struct NCCL
+// accepts means none (NCCL: "unsupported", and no net plugin fallback). nccl-lamport itself (or
 // another copy of it: nccl.conf may name ours) counts as not there: what it displaced is next.
 DisplacedTuner search(int version, const std::string& ourPath) {
+  const TunerLoaderRules rules = tunerLoaderRules(version);
+  const int openFlags = (rules.lazyBinding ? RTLD_LAZY : RTLD_NOW) | RTLD_LOCAL;
   std::string value;
   std::string from;
-  for (const std::string& conf : confFiles()) {
-    if (tunerPluginInConf(readConfFile(conf), &value)) {
+  for (const std::string& conf : confFiles(rules)) {
+    if (tunerPluginInConf(readConfFile(conf), &value, rules.stripsCarriageReturn)) {
       from = conf;
       break;
     }
   }
-  if (strcasecmp(value.c_str(), "none") == 0) return DisplacedTuner();
+  if (isNone(rules, value)) return DisplacedTuner();
   const std::vector<std::string> names =
-      value.empty() ? std::vector<std::string>{"libnccl-tuner.so"} : pluginLibraryNames(value, "nccl-tuner");
+      value.empty() ? std::vector<std::string>{"libnccl-tuner.so"}
+                    : pluginLibraryNames(value, "nccl-tuner", rules.prefixedNameAlways);
   bool ours = false;
   for (const std::string& name : names) {
-    void* handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    void* handle = dlopen(name.c_str(), openFlags);
     if (handle == nullptr) continue;
-    DisplacedTuner found = tableIn(handle, version, ourPath, &ours);
+    DisplacedTuner found = tableIn(handle, rules.structVersions, ourPath, &ours);
     if (found.table == nullptr) {
       dlclose(handle);
       if (ours) break;  // as if it were not there: the net plugin's is next
@@ -111,33 +140,39 @@ DisplacedTuner search(int version, const std::string& ourPath) {
     found.source = value.empty() ? name + ", NCCL's default tuner" : "NCCL_TUNER_PLUGIN=" + value + " in " + from;
     return found;  // the handle stays open while the table is in use: for the process
   }
-  // The net plugin NCCL loaded before its tuner.
+  // The net plugin's library: opened by name as the tuner loader of 2.21 - 2.25 does, else only
+  // the one NCCL's net loader holds (loaded before the tuner; never loaded by us). The first
+  // that opens is the net plugin.
   const char* net = getenv("NCCL_NET_PLUGIN");
   const std::string netValue = net != nullptr && net[0] != '\0' ? net : "";
-  if (strcasecmp(netValue.c_str(), "none") == 0) return DisplacedTuner();
+  if (isNone(rules, netValue)) return DisplacedTuner();
   const std::vector<std::string> netNames =
-      netValue.empty() ? std::vector<std::string>{"libnccl-net.so"} : pluginLibraryNames(netValue, "nccl-net");
+      netValue.empty() ? std::vector<std::string>{"libnccl-net.so"}
+                       : pluginLibraryNames(netValue, "nccl-net", rules.prefixedNameAlways);
   for (const std::string& name : netNames) {
-    void* handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-    DisplacedTuner found = tableIn(handle, version, ourPath, &ours);
+    void* handle = dlopen(name.c_str(), openFlags | (rules.opensNetPluginItself ? 0 : RTLD_NOLOAD));
+    if (handle == nullptr) continue;
+    DisplacedTuner found = tableIn(handle, rules.structVersions, ourPath, &ours);
     if (found.table != nullptr) {
       found.source = "the net plugin " + name;
       return found;
     }
-    if (handle != nullptr) dlclose(handle);
+    dlclose(handle);
+    break;
   }
   return DisplacedTuner();
 }
 
 }  // namespace
 
-bool tunerPluginInConf(const std::string& confText, std::string* value) {
-  // As NCCL's reader: '\n' then '\r' stripped, '#' in column 0 a comment, the variable exactly
-  // what precedes the first '=', setenv without overwrite (the first assignment wins).
+bool tunerPluginInConf(const std::string& confText, std::string* value, bool stripCarriageReturn) {
+  // As NCCL's reader: '\n' (then, from 2.30, '\r') stripped, '#' in column 0 a comment (before
+  // 2.26 such a line sets a variable whose name starts with '#': no different for this one), the
+  // variable exactly what precedes the first '=', setenv without overwrite (the first wins).
   std::istringstream lines(confText);
   std::string line;
   while (std::getline(lines, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (stripCarriageReturn && !line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty() || line[0] == '#') continue;
     const size_t eq = line.find('=');
     if (eq == std::string::npos || line.compare(0, eq, "NCCL_TUNER_PLUGIN") != 0) continue;
@@ -147,11 +182,11 @@ bool tunerPluginInConf(const std::string& confText, std::string* value) {
   return false;
 }
 
-std::vector<std::string> pluginLibraryNames(const std::string& value, const char* prefix) {
+std::vector<std::string> pluginLibraryNames(const std::string& value, const char* prefix, bool alwaysPrefixed) {
   std::vector<std::string> names{value};
   const bool libraryName = value.rfind("lib", 0) == 0 && value.size() >= 3 &&
                            value.compare(value.size() - 3, 3, ".so") == 0;
-  if (value.find('/') == std::string::npos && !libraryName) {
+  if (alwaysPrefixed || (value.find('/') == std::string::npos && !libraryName)) {
     names.push_back(std::string("lib") + prefix + "-" + value + ".so");
   }
   return names;
@@ -161,7 +196,7 @@ DisplacedTuner displacedTuner(int ncclAbiVersion, const std::string& ourPath) {
   static std::mutex mutex;
   static bool searched[8] = {};
   static DisplacedTuner found[8];
-  if (ncclAbiVersion < 5 || ncclAbiVersion >= 8) return DisplacedTuner();
+  if (ncclAbiVersion < 2 || ncclAbiVersion >= 8) return DisplacedTuner();
   std::lock_guard<std::mutex> lock(mutex);
   if (!searched[ncclAbiVersion]) {
     searched[ncclAbiVersion] = true;
