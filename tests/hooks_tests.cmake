@@ -149,9 +149,19 @@ set_tests_properties(displaced_tuner.TheNetPluginsTunerKeepsAnswering displaced_
 set_tests_properties(displaced_tuner.NcclConfsTunerKeepsAnswering PROPERTIES
   ENVIRONMENT "HOME=/nonexistent;NCCL_CONF_FILE=${_conf}")
 
+# One displaced-tuner case in a process of its own: displaced_tuner.<name> runs the gtest case
+# DisplacedTuner.<case> in the environment env.
+function(displaced_tuner_case name case env)
+  add_test(NAME displaced_tuner.${name} COMMAND shim_displaced_tuner --gtest_filter=DisplacedTuner.${case})
+  set_tests_properties(displaced_tuner.${name} PROPERTIES LABELS cpu TIMEOUT 60 ENVIRONMENT "${env}"
+    FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
+endfunction()
+
 # Displaced tuners that export only an older tuner ABI (v4, v3, v2: NCCL 2.21 - 2.27 builds, as
 # aws-ofi-nccl has shipped) keep answering behind ours, called through their own ABI
-# (tuner/chained_tuner.h): the same cases, against a fake built for that version alone.
+# (tuner/chained_tuner.h): the same cases, against a fake built for that version alone. Behind
+# NCCL 2.21 - 2.27 themselves (ours called through v2, v3, v4) each is chained where that NCCL
+# accepts its struct version, by the net plugin and by nccl.conf.
 foreach(_abi 4 3 2)
   add_library(shim_fake_displaced_tuner_v${_abi} SHARED ${_hooks}/fake_displaced_tuner.c)
   set_target_properties(shim_fake_displaced_tuner_v${_abi} PROPERTIES C_VISIBILITY_PRESET hidden)
@@ -160,17 +170,24 @@ foreach(_abi 4 3 2)
   set(_old_fake $<TARGET_FILE:shim_fake_displaced_tuner_v${_abi}>)
   set(_old_conf ${CMAKE_CURRENT_BINARY_DIR}/displaced_tuner_v${_abi}_nccl.conf)
   file(GENERATE OUTPUT ${_old_conf} CONTENT "# written by tests/hooks_tests.cmake\nNCCL_TUNER_PLUGIN=${_old_fake}\n")
-  add_test(NAME displaced_tuner.v${_abi}-only.TheNetPluginsTunerKeepsAnswering
-    COMMAND shim_displaced_tuner --gtest_filter=DisplacedTuner.TheNetPluginsTunerKeepsAnswering)
-  set_tests_properties(displaced_tuner.v${_abi}-only.TheNetPluginsTunerKeepsAnswering PROPERTIES LABELS cpu TIMEOUT 60
-    ENVIRONMENT "HOME=/nonexistent;NCCL_CONF_FILE=/nonexistent.conf;NCCL_NET_PLUGIN=${_old_fake}"
-    FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
-  add_test(NAME displaced_tuner.v${_abi}-only.NcclConfsTunerKeepsAnswering
-    COMMAND shim_displaced_tuner --gtest_filter=DisplacedTuner.NcclConfsTunerKeepsAnswering)
-  set_tests_properties(displaced_tuner.v${_abi}-only.NcclConfsTunerKeepsAnswering PROPERTIES LABELS cpu TIMEOUT 60
-    ENVIRONMENT "HOME=/nonexistent;NCCL_CONF_FILE=${_old_conf};FAKE_DISPLACED_TUNER=${_old_fake}"
-    FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
+  set(_by_net "HOME=/nonexistent;NCCL_CONF_FILE=/nonexistent.conf;NCCL_NET_PLUGIN=${_old_fake};FAKE_EXPORTS=${_abi}")
+  set(_by_conf "HOME=/nonexistent;NCCL_CONF_FILE=${_old_conf};FAKE_DISPLACED_TUNER=${_old_fake};FAKE_EXPORTS=${_abi}")
+  foreach(_case TheNetPluginsTunerKeepsAnswering OlderNcclsChainTheNetPluginsTuner)
+    displaced_tuner_case(v${_abi}-only.${_case} ${_case} "${_by_net}")
+  endforeach()
+  foreach(_case NcclConfsTunerKeepsAnswering OlderNcclsChainNcclConfsTuner)
+    displaced_tuner_case(v${_abi}-only.${_case} ${_case} "${_by_conf}")
+  endforeach()
 endforeach()
+# A tuner with only v5..v7 is found, and chained by none of NCCL 2.21 - 2.27.
+displaced_tuner_case(v5-v7.OlderNcclsChainTheNetPluginsTuner OlderNcclsChainTheNetPluginsTuner
+  "HOME=/nonexistent;NCCL_CONF_FILE=/nonexistent.conf;NCCL_NET_PLUGIN=${_fake_tuner};FAKE_EXPORTS=7")
+set(_fake_v2 $<TARGET_FILE:shim_fake_displaced_tuner_v2>)
+# libnccl-tuner.so exporting only v2, found through LD_LIBRARY_PATH.
+set(_default_v2_dir ${CMAKE_CURRENT_BINARY_DIR}/displaced_tuner_default_v2)
+add_custom_command(TARGET shim_fake_displaced_tuner_v2 POST_BUILD
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${_default_v2_dir}
+  COMMAND ${CMAKE_COMMAND} -E create_symlink ${_fake_v2} ${_default_v2_dir}/libnccl-tuner.so)
 
 # Which tuner ours displaced, against what NCCL itself would have loaded without ours
 # (src/misc/param.cc reads nccl.conf, src/plugin/tuner.cc and plugin_open.cc pick the library).
@@ -199,7 +216,7 @@ set(_copy_conf ${CMAKE_CURRENT_BINARY_DIR}/displaced_tuner_copy_nccl.conf)
 file(GENERATE OUTPUT ${_copy_conf} CONTENT "NCCL_TUNER_PLUGIN=${_tuner_copy_dir}/libnccl-tuner-lamport.so\n")
 foreach(_case NoneInNcclConfTurnsTheNetPluginsTunerOffToo ANamedLibraryWithoutATunerEndsTheSearch
               NcclConfFileReplacesTheHomeConf TheDefaultTunerLibraryKeepsAnswering AnotherCopyOfOursIsNeverChained
-              PluginNames AThrowingDisplacedFinalizeIsContained)
+              PluginNames AThrowingDisplacedFinalizeIsContained OlderNcclsLoaderRules)
   add_test(NAME displaced_tuner.${_case} COMMAND shim_displaced_tuner --gtest_filter=DisplacedTuner.${_case})
   set_tests_properties(displaced_tuner.${_case} PROPERTIES LABELS cpu TIMEOUT 60
     ENVIRONMENT "HOME=/nonexistent;NCCL_CONF_FILE=/nonexistent.conf" FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
@@ -214,6 +231,16 @@ set_tests_properties(displaced_tuner.TheDefaultTunerLibraryKeepsAnswering PROPER
   ENVIRONMENT "HOME=/nonexistent;NCCL_CONF_FILE=${_quiet_conf};LD_LIBRARY_PATH=${_default_dir}")
 set_tests_properties(displaced_tuner.AnotherCopyOfOursIsNeverChained PROPERTIES
   ENVIRONMENT "HOME=/nonexistent;NCCL_CONF_FILE=${_copy_conf}")
+# The same questions for NCCL 2.21 - 2.27, with a tuner that exports only v2 (which all of them
+# accept).
+displaced_tuner_case(TheDefaultTunerLibraryKeepsAnsweringOlderNccls TheDefaultTunerLibraryKeepsAnsweringOlderNccls
+  "HOME=/nonexistent;NCCL_CONF_FILE=${_quiet_conf};LD_LIBRARY_PATH=${_default_v2_dir}")
+displaced_tuner_case(NoneInNcclConfIsANameToOlderNccls NoneInNcclConfIsANameToOlderNccls
+  "HOME=/nonexistent;NCCL_CONF_FILE=${_none_conf};NCCL_NET_PLUGIN=${_fake_v2}")
+displaced_tuner_case(OlderNcclsOpenTheNetPluginThemselves OlderNcclsOpenTheNetPluginThemselves
+  "HOME=/nonexistent;NCCL_CONF_FILE=/nonexistent.conf;NCCL_NET_PLUGIN=${_fake_v2}")
+displaced_tuner_case(AnotherCopyOfOursIsNeverChainedByOlderNccls AnotherCopyOfOursIsNeverChainedByOlderNccls
+  "HOME=/nonexistent;NCCL_CONF_FILE=${_copy_conf};NCCL_NET_PLUGIN=${_fake_v2}")
 
 # The A/B switch under NCCL_TUNER_PLUGIN: the INFO line says the path is off and NCCL untouched,
 # and gives no LD_PRELOAD advice (which would not turn it on).

@@ -100,6 +100,14 @@ void chainedGetCollInfo(const ChainedTuner& chained, int collType, size_t nBytes
   withCosts(chained.context, coll, nBytes, numPipeOps, asNccl, numAlgo, numProto, regBuff, nChannels);
 }
 
+void chainedGetCollInfoV2(const ChainedTuner& chained, int collType, size_t nBytes, int collNetSupport,
+                          int nvlsSupport, int numPipeOps, int* algorithm, int* protocol, int* nChannels) {
+  if (chained.abiVersion != 2 || chained.table == nullptr) return;
+  static_cast<const abi::TunerV2*>(chained.table)
+      ->getCollInfo(chained.context, static_cast<abi::TunerFunc>(collType), nBytes, collNetSupport, nvlsSupport,
+                    numPipeOps, algorithm, protocol, nChannels);
+}
+
 void chainedFinalize(const ChainedTuner& chained) {
   if (!chainableTuner(chained.abiVersion, chained.table)) return;
   const void* t = chained.table;

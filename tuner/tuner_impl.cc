@@ -169,6 +169,20 @@ ncclResult_t tunerGetCollInfo(void* context, int collType, size_t nBytes, int nu
   return ncclSuccess;
 }
 
+ncclResult_t tunerGetCollInfoV2(void* context, int collType, size_t nBytes, int collNetSupport, int nvlsSupport,
+                                int numPipeOps, int* algorithm, int* protocol, int* nChannels) noexcept {
+  if (context == nullptr) return ncclSuccess;
+  // Ours first, as under every version; without a cost table it leaves NCCL's choice as it is.
+  tunerGetCollInfo(context, collType, nBytes, numPipeOps, nullptr, 0, 0, 0, nChannels);
+  try {
+    chainedGetCollInfoV2(static_cast<const TunerContext*>(context)->chained, collType, nBytes, collNetSupport,
+                         nvlsSupport, numPipeOps, algorithm, protocol, nChannels);
+  } catch (...) {
+    // The displaced tuner threw: nothing may cross the C ABI (this is noexcept).
+  }
+  return ncclSuccess;
+}
+
 ncclResult_t tunerFinalize(void* context) noexcept {
   auto* ctx = static_cast<TunerContext*>(context);
   if (ctx != nullptr && ctx->ncclSlot != nullptr && tunerActivationCommFinalize != nullptr) {

@@ -136,6 +136,16 @@ ncclResult_t tunerGetCollInfo(void* context, int collType, size_t nBytes, int nu
                               float* costTable, int numAlgo, int numProto, int regBuff,
                               int* nChannels) noexcept;
 
+/**
+ * One tuning query of tuner ABI v2 (NCCL 2.21): NCCL's choice comes in through algorithm and
+ * protocol (both "undefined") and nChannels (0). Ours makes no choice there (it has no cost
+ * table to edit, and leaves nChannels alone), so a chained v2 tuner then gets the call with
+ * NCCL's own pointers and its choice stands. Always returns ncclSuccess; a null context is a
+ * no-op.
+ */
+ncclResult_t tunerGetCollInfoV2(void* context, int collType, size_t nBytes, int collNetSupport, int nvlsSupport,
+                                int numPipeOps, int* algorithm, int* protocol, int* nChannels) noexcept;
+
 /** Frees the context created by tunerInit (null: no-op). Always returns ncclSuccess. */
 ncclResult_t tunerFinalize(void* context) noexcept;
 

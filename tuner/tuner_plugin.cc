@@ -55,7 +55,7 @@ TunerCommInfo commInfoWithId(int abiVersion, uint64_t commId, size_t nRanks, siz
 
 // Chains the tuner ours displaced (tuner/displaced_tuner.h) into this communicator's context.
 // One of NCCL's version gets exactly NCCL's arguments (callInit); an older one (v2..v4) gets what
-// its init takes. Its getCollInfo and finalize run after ours (tuner_impl.cc, through
+// its init takes. Its getCollInfo and finalize/destroy run after ours (tuner_impl.cc, through
 // tuner/chained_tuner.h). A failing init leaves it out for this communicator.
 template <typename Table, typename CallInit>
 void chainDisplaced(int version, void** context, size_t nRanks, size_t nNodes, abi::TunerLogger logger,
@@ -91,29 +91,36 @@ void chainDisplaced(int version, void** context, size_t nRanks, size_t nNodes, a
 // NCCL passes float[numAlgo][numProto] as float**; the pointer is the first float.
 float* costEntries(float** collCostTable) { return reinterpret_cast<float*>(collCostTable); }
 
-// ---- v2: NCCL 2.21 ------------------------------------------------------------------------
-ncclResult_t initV2(size_t nRanks, size_t nNodes, abi::TunerLogger logger, void** context) try {
-  return tunerInit(commInfoWithoutId(2, nRanks, nNodes), logger, context);
+// ---- v2 (NCCL 2.21), v3 (2.22 - 2.23), v4 (2.24 - 2.27): the same init, each version with its
+// own struct. The displaced tuner is one these releases would have loaded: that version's
+// struct or an older one, never a newer one (tuner/tuner_loader_rules.h).
+template <int kVersion, typename Table>
+ncclResult_t initWithoutCommId(size_t nRanks, size_t nNodes, abi::TunerLogger logger, void** context) try {
+  tunerInit(commInfoWithoutId(kVersion, nRanks, nNodes), logger, context);
+  chainDisplaced<Table>(kVersion, context, nRanks, nNodes, logger, [&](const Table* t, void** inner) {
+    return t->init(nRanks, nNodes, logger, inner);
+  });
+  return ncclSuccess;
 } catch (...) {
-  return tunerException("initV2", ncclSuccess);
+  static const std::string entry = "initV" + std::to_string(kVersion);
+  return tunerException(entry.c_str(), ncclSuccess);
 }
 
-ncclResult_t getCollInfoV2(void* context, abi::TunerFunc collType, size_t nBytes,
-                           int /*collNetSupport*/, int /*nvlsSupport*/, int numPipeOps,
-                           int* /*algorithm*/, int* /*protocol*/, int* nChannels) try {
-  // v2 has no cost table; leaving algorithm/protocol untouched keeps NCCL's choice.
-  return tunerGetCollInfo(context, collType, nBytes, numPipeOps, nullptr, 0, 0, 0, nChannels);
+constexpr auto initV2 = initWithoutCommId<2, abi::TunerV2>;
+constexpr auto initV3 = initWithoutCommId<3, abi::TunerV3>;
+constexpr auto initV4 = initWithoutCommId<4, abi::TunerV4>;
+
+// ---- v2 -------------------------------------------------------------------------------------
+ncclResult_t getCollInfoV2(void* context, abi::TunerFunc collType, size_t nBytes, int collNetSupport,
+                           int nvlsSupport, int numPipeOps, int* algorithm, int* protocol, int* nChannels) try {
+  // No cost table: ours leaves NCCL's choice; a chained v2 tuner gets NCCL's pointers.
+  return tunerGetCollInfoV2(context, collType, nBytes, collNetSupport, nvlsSupport, numPipeOps, algorithm, protocol,
+                            nChannels);
 } catch (...) {
   return tunerException("getCollInfoV2", ncclSuccess);
 }
 
-// ---- v3: NCCL 2.22 - 2.23 -----------------------------------------------------------------
-ncclResult_t initV3(size_t nRanks, size_t nNodes, abi::TunerLogger logger, void** context) try {
-  return tunerInit(commInfoWithoutId(3, nRanks, nNodes), logger, context);
-} catch (...) {
-  return tunerException("initV3", ncclSuccess);
-}
-
+// ---- v3 -------------------------------------------------------------------------------------
 ncclResult_t getCollInfoV3(void* context, abi::TunerFunc collType, size_t nBytes, int numPipeOps,
                            float** collCostTable, int numAlgo, int numProto, int* nChannels) try {
   return tunerGetCollInfo(context, collType, nBytes, numPipeOps, costEntries(collCostTable),
@@ -122,14 +129,7 @@ ncclResult_t getCollInfoV3(void* context, abi::TunerFunc collType, size_t nBytes
   return tunerException("getCollInfoV3", ncclSuccess);
 }
 
-// ---- v4: NCCL 2.24 - 2.27 -----------------------------------------------------------------
-ncclResult_t initV4(size_t nRanks, size_t nNodes, abi::TunerLogger logger, void** context) try {
-  return tunerInit(commInfoWithoutId(4, nRanks, nNodes), logger, context);
-} catch (...) {
-  return tunerException("initV4", ncclSuccess);
-}
-
-// ---- v4, v5 and v6 share getCollInfo's signature ------------------------------------------
+// ---- v4, v5, v6 and v7 share getCollInfo's signature --------------------------------------
 ncclResult_t getCollInfoV4(void* context, abi::TunerFunc collType, size_t nBytes, int numPipeOps,
                            float** collCostTable, int numAlgo, int numProto, int regBuff,
                            int* nChannels) try {

@@ -1,14 +1,16 @@
 // The tuner ours displaces keeps answering behind ours (tuner/displaced_tuner.h): a fake net
 // plugin's tuner (already loaded, as NCCL loads its net plugin before the tuner) or nccl.conf's,
-// driven through our exported ncclTunerPlugin_v6 / _v7. One process per case (the search is once
-// per process): ctest sets NCCL_NET_PLUGIN or NCCL_CONF_FILE and the filter, and runs the same
-// cases against fakes that export only tuner ABI v4, v3 or v2 (tuner/chained_tuner.h adapts).
+// driven through our exported ncclTunerPlugin_v6 / _v7, and through _v4, _v3 and _v2 as NCCL
+// 2.21 - 2.27 call them. One process per case (the search is once per process and version):
+// ctest sets NCCL_NET_PLUGIN or NCCL_CONF_FILE and the filter, and runs the same cases against
+// fakes that export only tuner ABI v4, v3 or v2 (tuner/chained_tuner.h adapts).
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -19,6 +21,7 @@
 #include "tuner/chained_tuner.h"
 #include "tuner/displaced_tuner.h"
 #include "tuner/tuner_impl.h"
+#include "tuner/tuner_loader_rules.h"
 
 namespace nccl_lamport {
 namespace {
@@ -258,6 +261,188 @@ TEST(DisplacedTuner, AThrowingDisplacedFinalizeIsContained) {
         _exit(ncclTunerPlugin_v7.finalize(context) == ncclSuccess ? 0 : 1);
       },
       testing::ExitedWithCode(0), "");
+}
+
+// ---- NCCL 2.21 - 2.27: NCCL calls ours through tuner ABI v2, v3 or v4 ----------------------
+
+// Drives one communicator of an NCCL speaking tuner ABI `version` (2..4) through our struct of
+// that version, as that NCCL calls it (v2: collNet supported, NVLS not). True when the fake
+// displaced tuner's choice, ring/simple, is what NCCL ends up with; otherwise NCCL's own answer
+// must be untouched. Nothing else may change: no other cost, not nChannels.
+bool olderNcclEndsWithRingSimple(int version) {
+  void* ctx = nullptr;
+  int nChannels = 0;
+  bool ringSimple = false;
+  if (version == 2) {
+    const abi::TunerV2& t = ncclTunerPlugin_v2;
+    EXPECT_EQ(t.init(2, 1, nullptr, &ctx), ncclSuccess);
+    int algorithm = -1;
+    int protocol = -1;
+    EXPECT_EQ(t.getCollInfo(ctx, abi::kFuncAllReduce, 4096, 1, 0, 1, &algorithm, &protocol, &nChannels), ncclSuccess);
+    ringSimple = algorithm == abi::kAlgoRing && protocol == abi::kProtoSimple;
+    if (!ringSimple) EXPECT_TRUE(algorithm == -1 && protocol == -1) << algorithm << "/" << protocol;
+    EXPECT_EQ(t.destroy(ctx), ncclSuccess);
+  } else {
+    Costs table;
+    fill(table, 5.0f);
+    auto** asNccl = reinterpret_cast<float**>(table);
+    if (version == 3) {
+      const abi::TunerV3& t = ncclTunerPlugin_v3;
+      EXPECT_EQ(t.init(2, 1, nullptr, &ctx), ncclSuccess);
+      EXPECT_EQ(t.getCollInfo(ctx, abi::kFuncAllReduce, 4096, 1, asNccl, abi::kCostAlgorithms, abi::kCostProtocols,
+                              &nChannels),
+                ncclSuccess);
+      EXPECT_EQ(t.destroy(ctx), ncclSuccess);
+    } else {
+      const abi::TunerV4& t = ncclTunerPlugin_v4;
+      EXPECT_EQ(t.init(2, 1, nullptr, &ctx), ncclSuccess);
+      EXPECT_EQ(t.getCollInfo(ctx, abi::kFuncAllReduce, 4096, 1, asNccl, abi::kCostAlgorithms, abi::kCostProtocols, 0,
+                              &nChannels),
+                ncclSuccess);
+      EXPECT_EQ(t.destroy(ctx), ncclSuccess);
+    }
+    ringSimple = table[abi::kAlgoRing][abi::kProtoSimple] == 0.0f;
+    table[abi::kAlgoRing][abi::kProtoSimple] = 5.0f;
+    Costs untouched;
+    fill(untouched, 5.0f);
+    EXPECT_EQ(std::memcmp(table, untouched, sizeof(table)), 0) << "a cost besides ring/simple changed";
+  }
+  EXPECT_EQ(nChannels, 0);
+  return ringSimple;
+}
+
+// The struct versions the fake exports (ctest's FAKE_EXPORTS: 2, 3, 4, or 7 for the fake with
+// v5..v7).
+int fakeExports() {
+  const char* exported = getenv("FAKE_EXPORTS");
+  return exported != nullptr ? atoi(exported) : 0;
+}
+
+// Drives ours through tuner ABI v2, v3 and v4, in `order`; expects the fake at fakePath chained
+// exactly by the NCCL versions `chains` names, and then asked once per query, with every init
+// matched by a destroy.
+void expectChainedBy(std::initializer_list<int> order, bool (*chains)(int version), const char* fakePath) {
+  for (const int version : order) {
+    const bool chained = chains(version);
+    void* fake = dlopen(fakePath, RTLD_NOW | RTLD_NOLOAD);
+    const int before = fake != nullptr ? displacedCalls(fake)[1] : 0;
+    EXPECT_EQ(olderNcclEndsWithRingSimple(version), chained) << "NCCL speaking tuner ABI v" << version;
+    fake = fake != nullptr ? fake : dlopen(fakePath, RTLD_NOW | RTLD_NOLOAD);
+    ASSERT_TRUE(fake != nullptr || !chained) << "v" << version << ": the fake was not loaded";
+    if (fake == nullptr) continue;
+    const int* calls = displacedCalls(fake);
+    EXPECT_EQ(calls[1] - before, chained ? 1 : 0) << "v" << version << ": its getCollInfo";
+    EXPECT_EQ(calls[0], calls[2]) << "v" << version << ": every init has its destroy";
+  }
+}
+
+// The net plugin's tuner (loaded by NCCL before its tuner) behind an NCCL 2.21 - 2.27: chained
+// when it exports NCCL's struct version or an older one, never a newer one only. The fake with
+// v5..v7 alone is found all the same: a v6 NCCL chains it.
+TEST(DisplacedTuner, OlderNcclsChainTheNetPluginsTuner) {
+  const char* net = getenv("NCCL_NET_PLUGIN");
+  ASSERT_NE(net, nullptr) << "ctest sets NCCL_NET_PLUGIN to the fake";
+  ASSERT_GE(fakeExports(), 2);
+  void* plugin = dlopen(net, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(plugin, nullptr) << dlerror();
+  expectChainedBy({4, 3, 2}, [](int version) { return fakeExports() <= version; }, net);
+  EXPECT_EQ(displacedCalls(plugin)[0], fakeExports() <= 4 ? 5 - fakeExports() : 0);
+  if (fakeExports() == 2) {
+    // NCCL 2.21's own support flags reached it, not ones read from a cost table.
+    const int* support = static_cast<int*>(dlsym(plugin, "fakeDisplacedSupport"));
+    ASSERT_NE(support, nullptr);
+    EXPECT_EQ(support[0], 1);
+    EXPECT_EQ(support[1], 0);
+  }
+  if (fakeExports() > 4) EXPECT_EQ((driveOnce<abi::TunerV6, abi::TunerConstantsV6>(ncclTunerPlugin_v6)), 0.0f);
+}
+
+// nccl.conf's tuner (NCCL_CONF_FILE) behind an NCCL 2.21 - 2.27: NCCL 2.21 reads no
+// NCCL_CONF_FILE (so it is not what 2.21 would load); v3 and v4 chain it by the same struct
+// version rule. A library that opens without a struct NCCL accepts ends the search.
+TEST(DisplacedTuner, OlderNcclsChainNcclConfsTuner) {
+  ASSERT_NE(getenv("NCCL_CONF_FILE"), nullptr);
+  const char* fake = getenv("FAKE_DISPLACED_TUNER");
+  ASSERT_NE(fake, nullptr);
+  ASSERT_GE(fakeExports(), 2);
+  expectChainedBy({4, 3, 2}, [](int version) { return version >= 3 && fakeExports() <= version; }, fake);
+}
+
+// libnccl-tuner.so (found by the library search path) behind every NCCL 2.21 - 2.27.
+TEST(DisplacedTuner, TheDefaultTunerLibraryKeepsAnsweringOlderNccls) {
+  expectChainedBy({4, 3, 2}, [](int) { return true; }, "libnccl-tuner.so");
+}
+
+// Before NCCL 2.28, NCCL_TUNER_PLUGIN=none in nccl.conf is only a library name that does not
+// open: NCCL 2.21 - 2.27 go on to the net plugin's tuner, which keeps answering; 2.28 on load
+// none.
+TEST(DisplacedTuner, NoneInNcclConfIsANameToOlderNccls) {
+  const char* net = getenv("NCCL_NET_PLUGIN");
+  void* plugin = dlopen(net, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(plugin, nullptr) << dlerror();
+  expectChainedBy({2, 3, 4}, [](int) { return true; }, net);
+  EXPECT_EQ((driveOnce<abi::TunerV6, abi::TunerConstantsV6>(ncclTunerPlugin_v6)), 5.0f);
+  EXPECT_EQ(displacedCalls(plugin)[0], 3);
+}
+
+// The tuner loader of NCCL 2.21 - 2.25 opens the net plugin's library itself (2.21 - 2.23: v2 and
+// v3); the v4 rules (2.26 - 2.27) take only the library NCCL's net loader holds, and we never
+// load one for them.
+TEST(DisplacedTuner, OlderNcclsOpenTheNetPluginThemselves) {
+  const char* net = getenv("NCCL_NET_PLUGIN");
+  ASSERT_NE(net, nullptr);
+  ASSERT_EQ(dlopen(net, RTLD_NOW | RTLD_NOLOAD), nullptr);
+  EXPECT_FALSE(olderNcclEndsWithRingSimple(4));
+  EXPECT_EQ(dlopen(net, RTLD_NOW | RTLD_NOLOAD), nullptr) << "loaded for NCCL 2.26 - 2.27";
+  expectChainedBy({3, 2}, [](int) { return true; }, net);
+}
+
+// nccl.conf names another copy of nccl-lamport: behind an NCCL 2.21 - 2.27 it is skipped too,
+// and what it displaced (the net plugin's tuner) answers.
+TEST(DisplacedTuner, AnotherCopyOfOursIsNeverChainedByOlderNccls) {
+  ASSERT_NE(getenv("NCCL_CONF_FILE"), nullptr);
+  const char* net = getenv("NCCL_NET_PLUGIN");
+  void* plugin = dlopen(net, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(plugin, nullptr) << dlerror();
+  Dl_info fake{};
+  ASSERT_NE(dladdr(displacedCalls(plugin), &fake), 0);
+  for (const int version : {2, 3, 4}) {
+    const DisplacedTuner found = displacedTuner(version, ownObjectPath());
+    Dl_info where{};
+    ASSERT_NE(dladdr(found.table, &where), 0) << "v" << version << ": nothing chained";
+    EXPECT_EQ(where.dli_fbase, fake.dli_fbase) << "v" << version << ": " << where.dli_fname;
+  }
+  expectChainedBy({2, 3, 4}, [](int) { return true; }, net);
+}
+
+// The rules each NCCL's tuner loader follows (tuner/tuner_loader_rules.h), and the names and
+// nccl.conf lines as NCCL before 2.27.5 / 2.30 take them.
+TEST(DisplacedTuner, OlderNcclsLoaderRules) {
+  using Versions = std::vector<int>;
+  EXPECT_EQ(tunerLoaderRules(2).structVersions, (Versions{2}));
+  EXPECT_EQ(tunerLoaderRules(3).structVersions, (Versions{3, 2}));
+  EXPECT_EQ(tunerLoaderRules(4).structVersions, (Versions{4, 3, 2}));
+  EXPECT_EQ(tunerLoaderRules(6).structVersions, (Versions{6, 4, 3, 2}));
+  EXPECT_TRUE(tunerLoaderRules(1).structVersions.empty());
+  EXPECT_FALSE(tunerLoaderRules(2).confFileVariable);
+  EXPECT_TRUE(tunerLoaderRules(3).confFileVariable);
+  for (const int version : {2, 3, 4}) {
+    const TunerLoaderRules rules = tunerLoaderRules(version);
+    EXPECT_TRUE(rules.homeFromPasswd);
+    EXPECT_FALSE(rules.stripsCarriageReturn);
+    EXPECT_FALSE(rules.noneTurnsPluginsOff);
+    EXPECT_TRUE(rules.prefixedNameAlways);
+    EXPECT_EQ(rules.opensNetPluginItself, version < 4);
+    EXPECT_EQ(rules.lazyBinding, version < 4);
+  }
+  const TunerLoaderRules newer = tunerLoaderRules(7);
+  EXPECT_TRUE(newer.noneTurnsPluginsOff && newer.stripsCarriageReturn && !newer.homeFromPasswd);
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(pluginLibraryNames("libofi.so", "nccl-tuner", true), (Names{"libofi.so", "libnccl-tuner-libofi.so.so"}));
+  EXPECT_EQ(pluginLibraryNames("/opt/t.so", "nccl-net", true), (Names{"/opt/t.so", "libnccl-net-/opt/t.so.so"}));
+  std::string value;
+  EXPECT_TRUE(tunerPluginInConf("NCCL_TUNER_PLUGIN=ofi\r\n", &value, false));
+  EXPECT_EQ(value, "ofi\r");
 }
 
 }  // namespace

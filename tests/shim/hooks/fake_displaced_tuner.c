@@ -5,7 +5,8 @@
  * (v3+: cost entry [1][2] = 0; v2: it answers algorithm 1, protocol 2), and counts every call in
  * fakeDisplacedCalls (init, getCollInfo, finalize), so a test sees it still answers. A call that
  * does not look like its own ABI's (wrong context, *nChannels not NCCL's 0, v2's choice not
- * starting as undefined) is not counted. */
+ * starting as undefined) is not counted. v2 also keeps the collNet and NVLS support it was last
+ * told in fakeDisplacedSupport. */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -15,6 +16,7 @@ typedef void (*Logger)(int, unsigned long, const char*, int, const char*, ...);
 #define EXPORT __attribute__((visibility("default")))
 
 EXPORT int fakeDisplacedCalls[3];
+EXPORT int fakeDisplacedSupport[2] = {-1, -1};
 
 static int marker;
 
@@ -83,8 +85,10 @@ static ncclResult_t getCollInfo(void* ctx, int coll, size_t nBytes, int numPipeO
 #elif FAKE_TUNER_ABI == 2
 static ncclResult_t getCollInfo(void* ctx, int coll, size_t nBytes, int collNetSupport, int nvlsSupport,
                                 int numPipeOps, int* algorithm, int* protocol, int* nChannels) {
-  (void)coll; (void)nBytes; (void)collNetSupport; (void)nvlsSupport; (void)numPipeOps;
+  (void)coll; (void)nBytes; (void)numPipeOps;
   if (ctx != &marker || *algorithm != -1 || *protocol != -1 || nChannels == NULL || *nChannels != 0) return 3;
+  fakeDisplacedSupport[0] = collNetSupport;
+  fakeDisplacedSupport[1] = nvlsSupport;
   *algorithm = 1;  /* ring */
   *protocol = 2;   /* simple */
   ++fakeDisplacedCalls[1];
