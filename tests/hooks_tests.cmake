@@ -239,6 +239,9 @@ displaced_tuner_case(NoneInNcclConfIsANameToOlderNccls NoneInNcclConfIsANameToOl
   "HOME=/nonexistent;NCCL_CONF_FILE=${_none_conf};NCCL_NET_PLUGIN=${_fake_v2}")
 displaced_tuner_case(OlderNcclsOpenTheNetPluginThemselves OlderNcclsOpenTheNetPluginThemselves
   "HOME=/nonexistent;NCCL_CONF_FILE=/nonexistent.conf;NCCL_NET_PLUGIN=${_fake_v2}")
+# NCCL_NET_PLUGIN as a list (NCCL 2.27 on), its first a fake with tuner ABI v4 only.
+displaced_tuner_case(ANetPluginListKeepsItsTunerAnswering ANetPluginListKeepsItsTunerAnswering
+  "HOME=/nonexistent;NCCL_CONF_FILE=/nonexistent.conf;NCCL_NET_PLUGIN=$<TARGET_FILE:shim_fake_displaced_tuner_v4>,libnccl-net-absent.so")
 displaced_tuner_case(AnotherCopyOfOursIsNeverChainedByOlderNccls AnotherCopyOfOursIsNeverChainedByOlderNccls
   "HOME=/nonexistent;NCCL_CONF_FILE=${_copy_conf};NCCL_NET_PLUGIN=${_fake_v2}")
 

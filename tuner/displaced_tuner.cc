@@ -142,25 +142,48 @@ DisplacedTuner search(int version, const std::string& ourPath) {
   }
   // The net plugin's library: opened by name as the tuner loader of 2.21 - 2.25 does, else only
   // the one NCCL's net loader holds (loaded before the tuner; never loaded by us). The first
-  // that opens is the net plugin.
+  // name that opens is the net plugin.
   const char* net = getenv("NCCL_NET_PLUGIN");
   const std::string netValue = net != nullptr && net[0] != '\0' ? net : "";
   if (isNone(rules, netValue)) return DisplacedTuner();
-  const std::vector<std::string> netNames =
-      netValue.empty() ? std::vector<std::string>{"libnccl-net.so"}
-                       : pluginLibraryNames(netValue, "nccl-net", rules.prefixedNameAlways);
-  for (const std::string& name : netNames) {
-    void* handle = dlopen(name.c_str(), openFlags | (rules.opensNetPluginItself ? 0 : RTLD_NOLOAD));
-    if (handle == nullptr) continue;
-    DisplacedTuner found = tableIn(handle, rules.structVersions, ourPath, &ours);
-    if (found.table != nullptr) {
-      found.source = "the net plugin " + name;
-      return found;
+  // From 2.27 the value is a comma-separated list: NCCL loads its plugins in order until one is
+  // assigned to the communicator, and the tuner loader takes the net library NCCL opened last,
+  // so the last of the list that is loaded. Where NCCL opens the value itself (2.21 - 2.25) it
+  // is one name; where it does not, a list element that is loaded is one NCCL loaded (2.26 takes
+  // the value as one name and loads none of them).
+  std::vector<std::string> netValues;
+  if (netValue.empty() || rules.opensNetPluginItself) {
+    netValues.push_back(netValue);
+  } else {
+    std::istringstream elements(netValue);
+    std::string element;
+    while (std::getline(elements, element, ',')) {
+      if (!element.empty()) netValues.push_back(element);  // strtok_r skips empty ones
     }
-    dlclose(handle);
-    break;
   }
-  return DisplacedTuner();
+  void* netHandle = nullptr;
+  std::string netName;
+  for (const std::string& value : netValues) {
+    const std::vector<std::string> netNames =
+        value.empty() ? std::vector<std::string>{"libnccl-net.so"}
+                      : pluginLibraryNames(value, "nccl-net", rules.prefixedNameAlways);
+    for (const std::string& name : netNames) {
+      void* handle = dlopen(name.c_str(), openFlags | (rules.opensNetPluginItself ? 0 : RTLD_NOLOAD));
+      if (handle == nullptr) continue;
+      if (netHandle != nullptr) dlclose(netHandle);
+      netHandle = handle;
+      netName = name;
+      break;
+    }
+  }
+  if (netHandle == nullptr) return DisplacedTuner();
+  DisplacedTuner found = tableIn(netHandle, rules.structVersions, ourPath, &ours);
+  if (found.table == nullptr) {
+    dlclose(netHandle);
+    return found;
+  }
+  found.source = "the net plugin " + netName;
+  return found;
 }
 
 }  // namespace

@@ -415,6 +415,21 @@ TEST(DisplacedTuner, AnotherCopyOfOursIsNeverChainedByOlderNccls) {
   expectChainedBy({2, 3, 4}, [](int) { return true; }, net);
 }
 
+// NCCL_NET_PLUGIN as a comma-separated list (NCCL 2.27 on: src/plugin/net.cc loads the
+// libraries in order until one is assigned, and the tuner loader takes the net library it holds):
+// the list's plugin that NCCL loaded (its first here, a v4 fake) keeps answering behind NCCL
+// 2.27 (tuner ABI v4) and 2.28 on. NCCL 2.21 - 2.23 open the whole value as one name: none.
+TEST(DisplacedTuner, ANetPluginListKeepsItsTunerAnswering) {
+  const char* list = getenv("NCCL_NET_PLUGIN");
+  ASSERT_NE(list, nullptr);
+  const std::string first = std::string(list).substr(0, std::string(list).find(','));
+  ASSERT_NE(first, list) << "ctest sets a list";
+  void* plugin = dlopen(first.c_str(), RTLD_NOW | RTLD_LOCAL);  // as NCCL's net loader does
+  ASSERT_NE(plugin, nullptr) << dlerror();
+  expectChainedBy({4, 3, 2}, [](int version) { return version == 4; }, first.c_str());
+  EXPECT_EQ((driveOnce<abi::TunerV6, abi::TunerConstantsV6>(ncclTunerPlugin_v6)), 0.0f);
+}
+
 // The rules each NCCL's tuner loader follows (tuner/tuner_loader_rules.h), and the names and
 // nccl.conf lines as NCCL before 2.27.5 / 2.30 take them.
 TEST(DisplacedTuner, OlderNcclsLoaderRules) {
