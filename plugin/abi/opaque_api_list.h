@@ -3,7 +3,11 @@
  * X(index, name, fallback).
  *
  * Why not plugin/abi/nccl_api_list.h: these are the device API's host functions (the nccl_device/
- * headers) and one internal export. Some are declared with C++ types only (ncclTeam passed and
+ * headers), one internal export, and (index 12 on) the functions NCCL 2.29 and 2.30 added, which
+ * the 2.28 headers this object is built against do not declare (every one returns an
+ * ncclResult_t, ncclParamDumpAll nothing: the error fallback suits them all). Without them a
+ * program built against a newer NCCL (PyTorch with 2.29.7: ncclCommSuspend) would not load when
+ * our object stands in for libnccl.so.2 (LD_AUDIT, by path). Some are declared with C++ types only (ncclTeam passed and
  * returned by value, references in the inline overloads), ncclResetDebugInitInternal is declared
  * nowhere, and the set changes between NCCL releases. A program linked against the real
  * libnccl.so.2 (PyTorch: ncclDevCommDestroy) fails to load under LD_AUDIT unless we export every
@@ -34,8 +38,38 @@
   X(8, ncclTeamRail, NCCL_LAMPORT_OPAQUE_ZERO)                          \
   X(9, ncclTeamRankToLsa, NCCL_LAMPORT_OPAQUE_ZERO)                     \
   X(10, ncclTeamRankToWorld, NCCL_LAMPORT_OPAQUE_ZERO)                  \
-  X(11, ncclTeamWorld, NCCL_LAMPORT_OPAQUE_ZERO)
+  X(11, ncclTeamWorld, NCCL_LAMPORT_OPAQUE_ZERO)                        \
+  X(12, ncclCommGetUniqueId, NCCL_LAMPORT_OPAQUE_ERROR)                 \
+  X(13, ncclCommGrow, NCCL_LAMPORT_OPAQUE_ERROR)                        \
+  X(14, ncclCommMemStats, NCCL_LAMPORT_OPAQUE_ERROR)                    \
+  X(15, ncclCommQueryProperties, NCCL_LAMPORT_OPAQUE_ERROR)             \
+  X(16, ncclCommResume, NCCL_LAMPORT_OPAQUE_ERROR)                      \
+  X(17, ncclCommSuspend, NCCL_LAMPORT_OPAQUE_ERROR)                     \
+  X(18, ncclGetLsaDevicePointer, NCCL_LAMPORT_OPAQUE_ERROR)             \
+  X(19, ncclGetLsaMultimemDevicePointer, NCCL_LAMPORT_OPAQUE_ERROR)     \
+  X(20, ncclGetMultimemDevicePointer, NCCL_LAMPORT_OPAQUE_ERROR)        \
+  X(21, ncclGetPeerDevicePointer, NCCL_LAMPORT_OPAQUE_ERROR)            \
+  X(22, ncclGinInboxA2ACreateRequirement, NCCL_LAMPORT_OPAQUE_ERROR)    \
+  X(23, ncclGinOutboxCreateRequirement, NCCL_LAMPORT_OPAQUE_ERROR)      \
+  X(24, ncclParamBind, NCCL_LAMPORT_OPAQUE_ERROR)                       \
+  X(25, ncclParamDumpAll, NCCL_LAMPORT_OPAQUE_ERROR)                    \
+  X(26, ncclParamGet, NCCL_LAMPORT_OPAQUE_ERROR)                        \
+  X(27, ncclParamGetAllParameterKeys, NCCL_LAMPORT_OPAQUE_ERROR)        \
+  X(28, ncclParamGetI16, NCCL_LAMPORT_OPAQUE_ERROR)                     \
+  X(29, ncclParamGetI32, NCCL_LAMPORT_OPAQUE_ERROR)                     \
+  X(30, ncclParamGetI64, NCCL_LAMPORT_OPAQUE_ERROR)                     \
+  X(31, ncclParamGetI8, NCCL_LAMPORT_OPAQUE_ERROR)                      \
+  X(32, ncclParamGetParameter, NCCL_LAMPORT_OPAQUE_ERROR)               \
+  X(33, ncclParamGetStr, NCCL_LAMPORT_OPAQUE_ERROR)                     \
+  X(34, ncclParamGetU16, NCCL_LAMPORT_OPAQUE_ERROR)                     \
+  X(35, ncclParamGetU32, NCCL_LAMPORT_OPAQUE_ERROR)                     \
+  X(36, ncclParamGetU64, NCCL_LAMPORT_OPAQUE_ERROR)                     \
+  X(37, ncclParamGetU8, NCCL_LAMPORT_OPAQUE_ERROR)                      \
+  X(38, ncclPutSignal, NCCL_LAMPORT_OPAQUE_ERROR)                       \
+  X(39, ncclSignal, NCCL_LAMPORT_OPAQUE_ERROR)                          \
+  X(40, ncclWaitSignal, NCCL_LAMPORT_OPAQUE_ERROR)                      \
+  X(41, ncclWinGetUserPtr, NCCL_LAMPORT_OPAQUE_ERROR)
 
-#define NCCL_LAMPORT_OPAQUE_COUNT 12
+#define NCCL_LAMPORT_OPAQUE_COUNT 42
 
 #endif /* NCCL_LAMPORT_OPAQUE_API_LIST_H_ */

@@ -7,8 +7,9 @@
  *                              ncclLLA2ACreateRequirement and ncclLsaBarrierCreateRequirement
  *                              (host-only computations, no communicator) give through our object
  *                              exactly what they give called directly
- *   opaque_calls none SO       NCCL_LAMPORT_NCCL_PATH names a missing file (no NCCL): each of the
- *                              twelve returns its documented fallback, nothing crashes
+ *   opaque_calls none SO       NCCL_LAMPORT_NCCL_PATH names a missing file (no NCCL): each
+ *                              forwarded function returns its documented fallback, nothing
+ *                              crashes; the functions NCCL 2.29 and 2.30 added are exported too
  *   opaque_calls abi SO        NCCL_LAMPORT_NCCL_PATH names tests/shim/fake_opaque_nccl.c: all
  *                              integer and vector argument registers, stack arguments, varargs,
  *                              struct arguments and results (in registers and in memory) and a
@@ -115,6 +116,27 @@ static void noNcclCalls(void* ours) {
     CHECK(((TeamRankFn)mustSym(ours, "ncclTeamRankToWorld"))(NULL, team, 2) == 0, "ncclTeamRankToWorld must return 0");
     CHECK(((TeamRankFn)mustSym(ours, "ncclTeamRankToLsa"))(NULL, team, 2) == 0, "ncclTeamRankToLsa must return 0");
     ((VoidFn)mustSym(ours, "ncclResetDebugInitInternal"))();
+    /* Added by NCCL 2.29 and 2.30 (not in the 2.28 headers): a program built against them must
+     * find each in our object, and without an NCCL behind us each fails with ncclSystemError
+     * (the stand-in reads no argument, so none is passed here; ncclParamDumpAll returns nothing). */
+    static const char* const kNewer[] = {
+        "ncclCommGetUniqueId", "ncclCommGrow", "ncclCommMemStats", "ncclCommQueryProperties", "ncclCommResume",
+        "ncclCommSuspend", "ncclGetLsaDevicePointer", "ncclGetLsaMultimemDevicePointer",
+        "ncclGetMultimemDevicePointer", "ncclGetPeerDevicePointer", "ncclGinInboxA2ACreateRequirement",
+        "ncclGinOutboxCreateRequirement", "ncclParamBind", "ncclParamGet", "ncclParamGetAllParameterKeys",
+        "ncclParamGetI16", "ncclParamGetI32", "ncclParamGetI64", "ncclParamGetI8", "ncclParamGetParameter",
+        "ncclParamGetStr", "ncclParamGetU16", "ncclParamGetU32", "ncclParamGetU64", "ncclParamGetU8",
+        "ncclPutSignal", "ncclSignal", "ncclWaitSignal", "ncclWinGetUserPtr"};
+    for (size_t i = 0; i < sizeof(kNewer) / sizeof(kNewer[0]); ++i) {
+      void* fn = dlsym(ours, kNewer[i]);
+      CHECK(fn != NULL, "%s (NCCL 2.29/2.30) is not exported", kNewer[i]);
+      if (fn != NULL) {
+        CHECK(((ncclResult_t(*)(void))fn)() == ncclSystemError, "%s must fail with ncclSystemError", kNewer[i]);
+      }
+    }
+    void* dumpAll = dlsym(ours, "ncclParamDumpAll");
+    CHECK(dumpAll != NULL, "ncclParamDumpAll (NCCL 2.30) is not exported");
+    if (dumpAll != NULL) ((VoidFn)dumpAll)();
   }
   CHECK(dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD) == NULL, "the plugin loaded an NCCL after all");
 }
