@@ -46,9 +46,6 @@ Fn resolveForwarded(const char* name, Fn missing, std::atomic<bool>* warned) {
 }  // namespace
 }  // namespace nccl_lamport
 
-// ncclResetDebugInit is deprecated in nccl.h, yet part of the API a program may look up.
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-
 // Per function: the cached pointer (null until the first call), a stand-in with the same
 // signature for a function the real NCCL lacks, the cold resolver (WARNs once through the
 // flag) and the exported forwarder. The forwarder's fast path is one load, a test and a tail

@@ -8,7 +8,9 @@
 // signatures are copied from nccl.h; the compiler checks each definition against the header's
 // declaration, so a mismatch does not build. The other exports of libnccl.so.2 (the device API's
 // host functions of nccl_device/*.h: ncclDevCommCreate, ncclTeam*, ...) are forwarded without
-// their signatures by plugin/abi/opaque_forward.S (list: plugin/abi/opaque_api_list.h).
+// their signatures by plugin/abi/opaque_forward.S (list: plugin/abi/opaque_api_list.h), and so is
+// ncclResetDebugInit, which the nccl.h of NCCL 2.30 declares only under NCCL's own build flag
+// (NCCL_OS_LINUX; elsewhere it is an empty macro), so that no declaration of it is needed here.
 #pragma once
 
 #include <nccl.h>
@@ -25,7 +27,6 @@
   X(ncclResult_t, ncclGetUniqueId, (ncclUniqueId* uniqueId), (uniqueId))                                       \
   X(const char*, ncclGetErrorString, (ncclResult_t result), (result))                                          \
   X(const char*, ncclGetLastError, (ncclComm_t comm), (comm))                                                  \
-  X(void, ncclResetDebugInit, (), ())                                                                          \
   X(ncclResult_t, ncclCommCount, (const ncclComm_t comm, int* count), (comm, count))                           \
   X(ncclResult_t, ncclCommCuDevice, (const ncclComm_t comm, int* device), (comm, device))                      \
   X(ncclResult_t, ncclCommUserRank, (const ncclComm_t comm, int* rank), (comm, rank))                          \

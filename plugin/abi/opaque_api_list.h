@@ -2,16 +2,21 @@
  * (plugin/abi/opaque_forward.S, resolver in plugin/abi/opaque_forward.cc), as an X-macro:
  * X(index, name, fallback).
  *
- * Why not plugin/abi/nccl_api_list.h: these are the device API's host functions (the nccl_device/
- * headers), one internal export, and (index 12 on) the functions NCCL 2.29 and 2.30 added, which
- * the 2.28 headers this object is built against do not declare (every one returns an
- * ncclResult_t, ncclParamDumpAll nothing: the error fallback suits them all). Without them a
- * program built against a newer NCCL (PyTorch with 2.29.7: ncclCommSuspend) would not load when
- * our object stands in for libnccl.so.2 (LD_AUDIT, by path). Some are declared with C++ types only (ncclTeam passed and
- * returned by value, references in the inline overloads), ncclResetDebugInitInternal is declared
- * nowhere, and the set changes between NCCL releases. A program linked against the real
- * libnccl.so.2 (PyTorch: ncclDevCommDestroy) fails to load under LD_AUDIT unless we export every
- * function it exports, so these are forwarded by a tail jump that never looks at the arguments.
+ * Why not plugin/abi/nccl_api_list.h, which has typed forwarders checked against nccl.h:
+ *  - indices 0-11: the device API's host functions (the nccl_device/ headers) and one internal
+ *    export. Some are declared with C++ types only (ncclTeam passed and returned by value,
+ *    references in the inline overloads), ncclResetDebugInitInternal is declared nowhere, and
+ *    the set changes between NCCL releases. A program linked against the real libnccl.so.2
+ *    (PyTorch: ncclDevCommDestroy) fails to load under LD_AUDIT unless we export every function
+ *    it exports.
+ *  - 12-41: the functions NCCL 2.29 and 2.30 added, which the 2.28 headers this object is built
+ *    against do not declare. Each returns an ncclResult_t (ncclParamDumpAll nothing), so the
+ *    error fallback suits them all. Without them a program built against a newer NCCL (PyTorch
+ *    with 2.29.7: ncclCommSuspend) would not load when our object stands in for libnccl.so.2.
+ *  - 42: ncclResetDebugInit (void). NCCL 2.30's nccl.h declares it only under NCCL's own build
+ *    flag (NCCL_OS_LINUX; elsewhere an empty macro), so a typed forwarder would not build
+ *    against those headers.
+ * All are forwarded by a tail jump that never looks at the arguments.
  *
  * index:    position in the list, 0, 1, 2, ... in order (the assembly needs it as a literal;
  *           opaque_forward.cc checks the order at compile time).
@@ -68,8 +73,9 @@
   X(38, ncclPutSignal, NCCL_LAMPORT_OPAQUE_ERROR)                       \
   X(39, ncclSignal, NCCL_LAMPORT_OPAQUE_ERROR)                          \
   X(40, ncclWaitSignal, NCCL_LAMPORT_OPAQUE_ERROR)                      \
-  X(41, ncclWinGetUserPtr, NCCL_LAMPORT_OPAQUE_ERROR)
+  X(41, ncclWinGetUserPtr, NCCL_LAMPORT_OPAQUE_ERROR)                   \
+  X(42, ncclResetDebugInit, NCCL_LAMPORT_OPAQUE_ZERO)
 
-#define NCCL_LAMPORT_OPAQUE_COUNT 42
+#define NCCL_LAMPORT_OPAQUE_COUNT 43
 
 #endif /* NCCL_LAMPORT_OPAQUE_API_LIST_H_ */

@@ -116,6 +116,7 @@ static void noNcclCalls(void* ours) {
     CHECK(((TeamRankFn)mustSym(ours, "ncclTeamRankToWorld"))(NULL, team, 2) == 0, "ncclTeamRankToWorld must return 0");
     CHECK(((TeamRankFn)mustSym(ours, "ncclTeamRankToLsa"))(NULL, team, 2) == 0, "ncclTeamRankToLsa must return 0");
     ((VoidFn)mustSym(ours, "ncclResetDebugInitInternal"))();
+    ((VoidFn)mustSym(ours, "ncclResetDebugInit"))(); /* forwarded opaquely too (opaque_api_list.h) */
     /* Added by NCCL 2.29 and 2.30 (not in the 2.28 headers): a program built against them must
      * find each in our object, and without an NCCL behind us each fails with ncclSystemError
      * (the stand-in reads no argument, so none is passed here; ncclParamDumpAll returns nothing). */
