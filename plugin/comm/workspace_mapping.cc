@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "kernels/lamport_allreduce.h"
+#include "plugin/comm/nccl_p2p_settings.h"
 #include "plugin/transport/fd_exchange.h"
 #include "plugin/transport/peer_memory.h"
 #include "plugin/transport/topology.h"
@@ -113,6 +114,12 @@ void prepareLocal(SetupState& s, const Config& config) {
   }
   if (!s.why.empty()) return;
 
+  // Not capable, but still part of the exchange (its stream and buffers are ready above): every
+  // rank's verdict then keeps the communicator on NCCL.
+  if (!processNcclP2pOffReason().empty()) {
+    s.why = processNcclP2pOffReason();
+    return;
+  }
   if (lc.nRanks > kLamportMaxRanks) {
     s.why = "more ranks than the kernels support (" + std::to_string(kLamportMaxRanks) + ")";
     return;

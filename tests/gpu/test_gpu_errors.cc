@@ -1,7 +1,8 @@
 // GPU tests of the error paths, one process per GPU (forked ranks; this gtest process never touches
 // CUDA):
 //  - bad arguments give exactly NCCL's result code (SPEC 4.8);
-//  - NCCL_LAMPORT_ENABLE=0 is a plain pass-through with correct results (SPEC 2);
+//  - NCCL_LAMPORT_ENABLE=0 is a plain pass-through with correct results (SPEC 2), and so is a
+//    communicator whose NCCL has P2P turned off (NCCL_P2P_DISABLE=1, NCCL_P2P_LEVEL=LOC);
 //  - the bounded wait (SPEC 5): a rank whose peer never joins gives up after
 //    NCCL_LAMPORT_TIMEOUT_MS, reports an error through ncclCommGetAsyncError and can be aborted;
 //    ncclCommAbort from another thread releases a kernel waiting for a peer that never comes;
@@ -124,6 +125,42 @@ TEST(Errors, DisabledIsPlainPassThrough) {
     h.checkCounters("disabled");  // lamportCalls must stay 0
   });
 }
+
+/**
+ * NCCL's own P2P switches (plugin/comm/nccl_p2p_settings.h): with P2P off for NCCL, no
+ * communicator is set up for Lamport (the reason names the variable) and every call goes to NCCL
+ * with correct results. Before, the plugin mapped peers over NVLink all the same.
+ */
+class NcclP2pOff : public ::testing::TestWithParam<std::pair<const char*, const char*>> {};
+
+TEST_P(NcclP2pOff, EveryCallStaysOnNccl) {
+  const auto [variable, value] = GetParam();
+  ForkOptions options = twoRanks(300, {{variable, value}});
+  options.requireEligible = false;
+  const std::string name = variable;
+  LAMPORT_RUN_FORKED(options, [name](Harness& h, RankContext&) {
+    for (RankSlot& s : h.slots) {
+      ncclLamportCommInfo_t info{};
+      if (ncclLamportGetCommInfo(s.comm, &info) != ncclSuccess || info.eligible != 0 ||
+          std::string(info.reason).find(name) == std::string::npos) {
+        h.fail(s, "with " + name + " set the communicator must stay on NCCL and say why; reason: " + info.reason);
+      }
+    }
+    uint64_t call = 0;
+    for (size_t count : {size_t{1}, size_t{4097}, kTestOneShotMaxBytes / elementSize(ncclBfloat16)}) {
+      CallSpec spec;
+      spec.dtype = ncclBfloat16;
+      spec.count = count;
+      runCheckedStep(h, spec, mixSeed(0xB2BF, call++), true);  // path NCCL, checked by Harness
+    }
+    h.checkCounters("NCCL P2P off");  // lamportCalls must stay 0
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Errors, NcclP2pOff,
+                         ::testing::Values(std::make_pair("NCCL_P2P_DISABLE", "1"),
+                                           std::make_pair("NCCL_P2P_LEVEL", "LOC")),
+                         [](const auto& param) { return std::string(param.param.first).substr(5); });
 
 /** Rank 1's side of the "peer never comes" tests: waits until rank 0 is done, then aborts. */
 void peerThatNeverComes(Harness& h, RankContext& ctx) {
