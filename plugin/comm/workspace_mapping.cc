@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "kernels/lamport_allreduce.h"
-#include "plugin/comm/nccl_p2p_settings.h"
+#include "plugin/comm/nccl_settings.h"
 #include "plugin/transport/fd_exchange.h"
 #include "plugin/transport/peer_memory.h"
 #include "plugin/transport/topology.h"
@@ -116,8 +116,8 @@ void prepareLocal(SetupState& s, const Config& config) {
 
   // Not capable, but still part of the exchange (its stream and buffers are ready above): every
   // rank's verdict then keeps the communicator on NCCL.
-  if (!processNcclP2pOffReason().empty()) {
-    s.why = processNcclP2pOffReason();
+  if (std::string off = processNcclSettingsOffReason(); !off.empty()) {
+    s.why = off;
     return;
   }
   if (lc.nRanks > kLamportMaxRanks) {

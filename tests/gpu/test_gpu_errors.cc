@@ -2,7 +2,8 @@
 // CUDA):
 //  - bad arguments give exactly NCCL's result code (SPEC 4.8);
 //  - NCCL_LAMPORT_ENABLE=0 is a plain pass-through with correct results (SPEC 2), and so is a
-//    communicator whose NCCL has P2P turned off (NCCL_P2P_DISABLE=1, NCCL_P2P_LEVEL=LOC);
+//    communicator whose NCCL has P2P turned off (NCCL_P2P_DISABLE=1, NCCL_P2P_LEVEL=LOC) or
+//    allreduce's algorithm or protocol chosen (NCCL_ALGO, NCCL_PROTO);
 //  - the bounded wait (SPEC 5): a rank whose peer never joins gives up after
 //    NCCL_LAMPORT_TIMEOUT_MS, reports an error through ncclCommGetAsyncError and can be aborted;
 //    ncclCommAbort from another thread releases a kernel waiting for a peer that never comes;
@@ -127,13 +128,14 @@ TEST(Errors, DisabledIsPlainPassThrough) {
 }
 
 /**
- * NCCL's own P2P switches (plugin/comm/nccl_p2p_settings.h): with P2P off for NCCL, no
- * communicator is set up for Lamport (the reason names the variable) and every call goes to NCCL
- * with correct results. Before, the plugin mapped peers over NVLink all the same.
+ * NCCL's own settings that keep a communicator on NCCL (plugin/comm/nccl_settings.h): P2P off, or
+ * allreduce's algorithm / protocol chosen. No communicator is set up for Lamport (the reason names
+ * the variable) and every call goes to NCCL with correct results. Before, the plugin took the
+ * calls all the same.
  */
-class NcclP2pOff : public ::testing::TestWithParam<std::pair<const char*, const char*>> {};
+class NcclSettingsOff : public ::testing::TestWithParam<std::pair<const char*, const char*>> {};
 
-TEST_P(NcclP2pOff, EveryCallStaysOnNccl) {
+TEST_P(NcclSettingsOff, EveryCallStaysOnNccl) {
   const auto [variable, value] = GetParam();
   ForkOptions options = twoRanks(300, {{variable, value}});
   options.requireEligible = false;
@@ -153,13 +155,15 @@ TEST_P(NcclP2pOff, EveryCallStaysOnNccl) {
       spec.count = count;
       runCheckedStep(h, spec, mixSeed(0xB2BF, call++), true);  // path NCCL, checked by Harness
     }
-    h.checkCounters("NCCL P2P off");  // lamportCalls must stay 0
+    h.checkCounters(name.c_str());  // lamportCalls must stay 0
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Errors, NcclP2pOff,
+INSTANTIATE_TEST_SUITE_P(Errors, NcclSettingsOff,
                          ::testing::Values(std::make_pair("NCCL_P2P_DISABLE", "1"),
-                                           std::make_pair("NCCL_P2P_LEVEL", "LOC")),
+                                           std::make_pair("NCCL_P2P_LEVEL", "LOC"),
+                                           std::make_pair("NCCL_ALGO", "allreduce:tree"),
+                                           std::make_pair("NCCL_PROTO", "Simple")),
                          [](const auto& param) { return std::string(param.param.first).substr(5); });
 
 /** Rank 1's side of the "peer never comes" tests: waits until rank 0 is done, then aborts. */

@@ -69,11 +69,11 @@ add_test(NAME allreduce_dispatch.pointer_checks_on
          COMMAND test_allreduce_dispatch --gtest_filter=Dispatch.WithPointerChecksOnABufferNcclWouldRefuseGoesToNccl)
 set_tests_properties(allreduce_dispatch.pointer_checks_on PROPERTIES LABELS cpu ENVIRONMENT NCCL_CHECK_POINTERS=1)
 
-# NCCL_P2P_DISABLE / NCCL_P2P_LEVEL read as NCCL reads them (plugin/comm/nccl_p2p_settings.h).
-add_executable(test_nccl_p2p_settings ${CMAKE_CURRENT_LIST_DIR}/test_nccl_p2p_settings.cc)
-target_include_directories(test_nccl_p2p_settings PRIVATE ${PROJECT_SOURCE_DIR})
-target_link_libraries(test_nccl_p2p_settings PRIVATE lamport_internal GTest::gtest_main Threads::Threads)
-gtest_discover_tests(test_nccl_p2p_settings PROPERTIES LABELS cpu DISCOVERY_TIMEOUT 60)
+# NCCL's settings that keep a communicator on NCCL, read as NCCL reads them (plugin/comm/nccl_settings.h).
+add_executable(test_nccl_settings ${CMAKE_CURRENT_LIST_DIR}/test_nccl_settings.cc)
+target_include_directories(test_nccl_settings PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(test_nccl_settings PRIVATE lamport_internal GTest::gtest_main Threads::Threads)
+gtest_discover_tests(test_nccl_settings PROPERTIES LABELS cpu DISCOVERY_TIMEOUT 60)
 
 # The workspace's slot size from the knobs (plugin/comm/workspace_mapping.h), same library.
 add_executable(test_workspace_sizing ${CMAKE_CURRENT_LIST_DIR}/test_workspace_sizing.cc)
