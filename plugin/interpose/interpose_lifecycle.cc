@@ -69,6 +69,10 @@ void onCommCreated(ncclResult_t result, ncclComm_t comm, bool blocking) noexcept
   // NCCL has logged (and so opened NCCL_DEBUG_FILE) by now: our lines waiting for it go there.
   logFileCheckpoint();
   if (comm == nullptr || (result != ncclSuccess && result != ncclInProgress)) return;
+  // NCCL's answer wins over our reading of the mode: NCCL keeps its first reading of
+  // NCCL_COMM_BLOCKING and may take it from its environment plugin. A set-up run inside init on a
+  // communicator still in progress would have its exchange refused or wait on peers.
+  if (result == ncclInProgress) blocking = false;
   // From the first communicator on, NCCL has initialised CUDA: our log lines may ask for the
   // device (before, they never touch CUDA and print [-1]).
   setLogDeviceQuery(currentCudaDevice);
@@ -104,6 +108,7 @@ void onChildCreated(ncclResult_t result, ncclComm_t parent, ncclComm_t* newcomm,
   // NCCL 2.28 returns ncclSuccess or ncclInProgress here and writes the child later, from its own
   // thread: read it atomically (ThreadSanitizer saw the plain read race with that write).
   const ncclComm_t child = __atomic_load_n(newcomm, __ATOMIC_ACQUIRE);
+  if (result == ncclInProgress) blocking = false;  // NCCL's answer wins, as in onCommCreated
   if (!blocking && (result == ncclSuccess || result == ncclInProgress) && child == nullptr) {
     watchPendingChild(parent, newcomm);
     return;

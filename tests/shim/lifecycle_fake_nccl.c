@@ -87,8 +87,12 @@ static void noteCall(const char* function, ncclComm_t comm) {
   if (!onMainThread() && slow != NULL && strcmp(function, "ncclCommUserRank") == 0) usleep(1000 * atoi(slow));
 }
 
+/* FAKE_IGNORE_COMM_BLOCKING=1: NCCL_COMM_BLOCKING is not applied, as where NCCL read it earlier
+ * (it keeps its first reading) or got it from its environment plugin. */
 static int blockingFor(const ncclConfig_t* config, int whenNoConfig) {
   const char* env = getenv("NCCL_COMM_BLOCKING");
+  const char* ignore = getenv("FAKE_IGNORE_COMM_BLOCKING");
+  if (ignore != NULL && strcmp(ignore, "1") == 0) env = NULL;
   if (env != NULL && (strcmp(env, "0") == 0 || strcmp(env, "1") == 0)) return atoi(env);
   if (config == NULL) return whenNoConfig;
   return config->blocking == NCCL_CONFIG_UNDEF_INT ? 1 : config->blocking;

@@ -126,6 +126,21 @@ static void environmentOverridesConfig(int configBlocking) {
   CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy failed");
 }
 
+/* What NCCL applies can differ from what the environment says now (NCCL keeps its first reading of
+ * NCCL_COMM_BLOCKING, and an environment plugin may supply it): run with NCCL_COMM_BLOCKING=1 that
+ * the stand-in ignores (FAKE_IGNORE_COMM_BLOCKING=1). An init NCCL answers with ncclInProgress is
+ * non-blocking whatever the environment says: its set-up waits for NCCL on the set-up thread. Before,
+ * it ran inside init on a communicator still in progress. */
+static void inProgressMeansNonBlocking(void) {
+  ncclResult_t result;
+  ncclComm_t comm = initWithBlocking(0, &result);
+  CHECK(result == ncclInProgress, "init returned %d; the stand-in must answer in progress", result);
+  CHECK(pollReady(comm) == ncclSuccess, "never ready");
+  usleep(50 * 1000);
+  CHECK(atomic_load(&fakeCounters.helperGroupEnds) > 0, "the set-up exchange did not run on the set-up thread");
+  CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy failed");
+}
+
 static void environmentMakesBlocking(void) { environmentOverridesConfig(0); }
 static void environmentMakesNonBlocking(void) { environmentOverridesConfig(1); }
 
@@ -464,6 +479,7 @@ int main(int argc, char** argv) {
       {"abort-while-call-waits", abortWhileCallWaits},
       {"abort-one-of-batch", abortOneOfABatch},
       {"env-makes-blocking", environmentMakesBlocking},
+      {"in-progress-means-nonblocking", inProgressMeansNonBlocking},
       {"env-makes-nonblocking", environmentMakesNonBlocking},
       {"split-child-modes", splitChildModes},
       {"abort-then-handle-reused", abortThenHandleReused},
