@@ -37,6 +37,20 @@ constexpr int kTwoShotMinRanks = 4;
 size_t defaultOneShotMaxBytes(int nRanks, int smArch);
 
 /**
+ * Bytes of message each block of a launch capped at config.maxCTAs / NCCL_MAX_CTAS may carry
+ * below the one-shot crossover: 256 data threads x 4 vectors of 16 bytes, what one thread
+ * carries in a 2 MB call at 2 ranks on H200, where the residency share already caps the grid
+ * (docs/results-loopback-1xh200.md, "2 MB at 2 ranks"). Each further vector per thread adds about
+ * 0.7 us there, so larger messages go to NCCL instead of queueing on fewer blocks.
+ */
+constexpr size_t kCappedOneShotBytesPerBlock = size_t{256} * 4 * 16;
+
+/** The one-shot crossover under a cap of maxCtas (> 0) blocks per launch, in bytes. */
+constexpr size_t cappedOneShotMaxBytes(int maxCtas) {
+  return static_cast<size_t>(maxCtas) * kCappedOneShotBytesPerBlock;
+}
+
+/**
  * The table for a communicator: the built-in default, replaced by overrideOneShotMaxBytes when
  * non-zero, then clamped to what the workspace can hold (maxBytesByWorkspace).
  */

@@ -56,6 +56,10 @@ struct LamportComm {
   /** Created non-blocking (config.blocking = 0 or NCCL_COMM_BLOCKING=0); a split or shrink
    *  without a config inherits it, as in NCCL. */
   bool nonBlocking = false;
+  /** Most blocks one launch of ours may take (config.maxCTAs or NCCL_MAX_CTAS; 0: no cap beyond
+   *  the residency share), set before the set-up's first step (plugin/comm/cta_cap.h); a split or
+   *  shrink without a config inherits it, as in NCCL. */
+  int maxCtas = 0;
   std::string reason = "not set up yet";
   RoutingTable table;
   /** Filled at set-up; per call only buffers, count, datatype and op change. */

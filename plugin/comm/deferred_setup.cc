@@ -16,6 +16,7 @@
 
 #include "plugin/abi/entry_guard.h"
 #include "plugin/comm/comm_registry.h"
+#include "plugin/comm/cta_cap.h"
 #include "common/config.h"
 #include "plugin/comm/cuda_guards.h"
 #include "common/log.h"
@@ -218,11 +219,15 @@ void collectPendingChildren(ncclComm_t parent, bool parentDone) {
       // stays null (the split failed, or this rank passed NCCL_SPLIT_NOCOLOR).
       ncclComm_t child = __atomic_load_n(slots[i], __ATOMIC_ACQUIRE);
       if (child != nullptr) {
+        moveCtaCap(slots[i], child);  // the CTA cap noted at the split (plugin/comm/cta_cap.h)
         children.push_back(child);
         slots.erase(slots.begin() + static_cast<std::ptrdiff_t>(i));
       } else {
         ++i;
       }
+    }
+    if (parentDone) {
+      for (ncclComm_t* slot : slots) takeCtaCap(slot);  // no child on this rank
     }
     if (parentDone || slots.empty()) pendingChildren().erase(it);
   }
@@ -240,6 +245,7 @@ bool adoptPendingChild(ncclComm_t comm) {
       std::vector<ncclComm_t*>& slots = it->second;
       for (size_t i = 0; i < slots.size(); ++i) {
         if (__atomic_load_n(slots[i], __ATOMIC_ACQUIRE) == comm) {
+          moveCtaCap(slots[i], comm);
           slots.erase(slots.begin() + static_cast<std::ptrdiff_t>(i));
           found = true;
           break;

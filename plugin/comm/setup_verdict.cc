@@ -29,9 +29,14 @@ void fillLaunchTemplate(LamportComm& lc, uint64_t timeoutMs) {
   args.errorFlag = static_cast<uint32_t*>(errorDev);
   args.timeoutNs = timeoutMs * 1000000ull;
   args.variant = globalConfig().baselineKernel ? LamportKernelVariant::kBaseline : LamportKernelVariant::kFast;
+  args.maxBlocks = lc.maxCtas;  // config.maxCTAs / NCCL_MAX_CTAS (0: the launcher's own bound)
 }
 
 }  // namespace
+
+std::string ctaCapNote(int maxCtas) {
+  return maxCtas > 0 ? ", at most " + std::to_string(maxCtas) + " blocks per launch (maxCTAs)" : "";
+}
 
 /** Round-1 verdict from the records alone: identical on every rank. */
 void decideFromRecords(SetupState& s) {
@@ -74,7 +79,7 @@ void settleVerdict(SetupState& s, bool allOk) {
     lc.table.twoShotMaxBytes = agreedTwoShotMaxBytes(lc.nRanks, s.smArch, s.agreedTwoShotOverride,
                                                      lc.table.oneShotMaxBytes, lc.launchTemplate.layout.slotBytes);
     lc.eligible = true;
-    lc.reason = "Lamport one-shot up to " + std::to_string(lc.table.oneShotMaxBytes) + " bytes";
+    lc.reason = "Lamport one-shot up to " + std::to_string(lc.table.oneShotMaxBytes) + " bytes" + ctaCapNote(lc.maxCtas);
   } else {
     // A failed exchange may have left its all-gather stuck on the device, and freeing the
     // workspace (unmapping) would wait for it, with the communicator still "in progress" for the
@@ -89,9 +94,9 @@ void logCommVerdict(const LamportComm& lc) {
   if (lc.eligible) {
     LAMPORT_INFO(kSubsysInit,
                  "comm %p rank %d nRanks %d cudaDev %d sm_%d: Lamport one-shot ON for float32/float16/bfloat16 "
-                 "sum/avg up to %zu bytes; workspace %zu bytes (3 buffers x %d slots x %zu bytes)",
+                 "sum/avg up to %zu bytes; workspace %zu bytes (3 buffers x %d slots x %zu bytes)%s",
                  static_cast<void*>(lc.comm), lc.reportedRank(), lc.nRanks, lc.cudaDev, lc.smArch, lc.table.oneShotMaxBytes,
-                 lc.local.size(), lc.nRanks - 1, lc.launchTemplate.layout.slotBytes);
+                 lc.local.size(), lc.nRanks - 1, lc.launchTemplate.layout.slotBytes, ctaCapNote(lc.maxCtas).c_str());
   } else {
     LAMPORT_INFO(kSubsysInit, "comm %p rank %d nRanks %d cudaDev %d: Lamport OFF, every call goes to NCCL: %s",
                  static_cast<void*>(lc.comm), lc.reportedRank(), lc.nRanks, lc.cudaDev, lc.reason.c_str());

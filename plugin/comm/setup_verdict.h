@@ -3,6 +3,8 @@
 // round 2 from the ok words. logCommVerdict (plugin/comm/workspace_setup.h) logs the result.
 #pragma once
 
+#include <string>
+
 #include "plugin/comm/setup_state.h"
 
 namespace nccl_lamport {
@@ -10,6 +12,9 @@ namespace nccl_lamport {
 /** Round-1 verdict from s.records alone (identical on every rank): s.proceed, the agreed slot
  *  (layout) and two-shot override, or the reason in s.why. */
 void decideFromRecords(SetupState& s);
+
+/** What an eligible communicator's reason adds for a CTA cap of maxCtas blocks ("" for none). */
+std::string ctaCapNote(int maxCtas);
 
 /** Fills in the final verdict on s.lc (eligible or not, the reason, the routing table and the
  *  launch template; frees the resources of a communicator that stays on NCCL, but for a failed

@@ -12,6 +12,8 @@
 #include "plugin/abi/entry_guard.h"
 #include "plugin/comm/host_rendezvous.h"
 #include "plugin/comm/comm_registry.h"
+#include "plugin/comm/cta_cap.h"
+#include "plugin/comm/setup_verdict.h"
 #include "plugin/comm/comm_teardown.h"
 #include "common/config.h"
 #include "plugin/transport/cuda_driver.h"
@@ -255,6 +257,17 @@ bool bindCommToTunerSetUp(ncclComm_t comm) {
   if (REAL_NCCL(ncclCommUserRank)(comm, &lc->ncclRank) != ncclSuccess) lc->ncclRank = -1;
   if (lc->rank < 0) lc->rank = lc->ncclRank;
   if (lc->cudaDev < 0) lc->cudaDev = device;  // a set-up that never got a device (multi-node)
+  // The init's config.maxCTAs, noted under the handle by its hooked wrapper (plugin/comm/cta_cap.h),
+  // where NCCL_MAX_CTAS did not already set the cap: it caps the grid only, since the crossover
+  // was agreed inside the tuner's init, which cannot see the config.
+  const int configCap = takeCtaCap(comm);
+  if (lc->maxCtas == 0 && configCap > 0) {
+    lc->maxCtas = configCap;
+    if (lc->eligible) {
+      lc->launchTemplate.maxBlocks = configCap;
+      lc->reason += ctaCapNote(configCap);
+    }
+  }
   logCommVerdict(*lc);  // the first line that can name the handle
   CommRegistry::instance().insert(std::move(lc));
   return true;

@@ -73,8 +73,9 @@ int fdExchangeTimeoutMs(const Config& config) {
   return static_cast<int>(std::min<uint64_t>(config.rendezvousTimeoutMs, INT_MAX));
 }
 
-size_t proposedSlotBytes(int nRanks, int smArch, size_t oneShotOverride, size_t workspaceCapBytes) {
-  const size_t capSlot = maxSlotBytesForCap(nRanks, workspaceCapBytes);
+size_t proposedSlotBytes(int nRanks, int smArch, size_t oneShotOverride, size_t workspaceCapBytes, int maxCtas) {
+  size_t capSlot = maxSlotBytesForCap(nRanks, workspaceCapBytes);
+  if (maxCtas > 0) capSlot = std::min(capSlot, cappedOneShotMaxBytes(maxCtas));
   const RoutingTable table = makeRoutingTable(nRanks, smArch, oneShotOverride, capSlot);
   return (table.oneShotMaxBytes + kLamportVectorBytes - 1) / kLamportVectorBytes * kLamportVectorBytes;
 }
@@ -135,7 +136,8 @@ void prepareLocal(SetupState& s, const Config& config) {
   const CrossoverOverrides overrides = crossoverOverrides(config.tuningFile, lc.nRanks, s.smArch,
                                                           config.oneShotMaxBytes, config.twoShotMaxBytes);
   s.mine.twoShotMaxBytes = overrides.twoShotMaxBytes;
-  const size_t slotBytes = proposedSlotBytes(lc.nRanks, s.smArch, overrides.oneShotMaxBytes, config.workspaceMaxBytes);
+  const size_t slotBytes =
+      proposedSlotBytes(lc.nRanks, s.smArch, overrides.oneShotMaxBytes, config.workspaceMaxBytes, lc.maxCtas);
   if (slotBytes == 0) {
     s.why = "workspace cap NCCL_LAMPORT_WORKSPACE_MAX_BYTES too small for any message";
     return;

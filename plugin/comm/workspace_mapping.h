@@ -18,8 +18,10 @@ size_t maxSlotBytesForCap(int nRanks, size_t capBytes);
 
 /** The slot (bytes per sender in each buffer) this rank proposes in round 1: the one-shot
  *  crossover (oneShotOverride if non-zero, else the built-in table for nRanks / smArch), capped
- *  by what workspaceCapBytes holds, rounded up to 16 bytes; 0 when the cap holds no slot. */
-size_t proposedSlotBytes(int nRanks, int smArch, size_t oneShotOverride, size_t workspaceCapBytes);
+ *  by what workspaceCapBytes holds and, where launches are capped at maxCtas blocks (> 0), by
+ *  cappedOneShotMaxBytes(maxCtas) (tuner/routing.h), rounded up to 16 bytes; 0 when the cap
+ *  holds no slot. */
+size_t proposedSlotBytes(int nRanks, int smArch, size_t oneShotOverride, size_t workspaceCapBytes, int maxCtas = 0);
 
 /** Before round 1: sets s.mine (identity, proposed slot and two-shot bound, export) and
  *  allocates and exports the workspace; capable = 1 only when all of it worked. */

@@ -11,6 +11,7 @@
 
 #include "plugin/comm/comm_registry.h"
 #include "plugin/comm/comm_teardown.h"
+#include "plugin/comm/cta_cap.h"
 #include "common/config.h"
 #include "plugin/comm/cuda_guards.h"
 #include "plugin/comm/exchange_rounds.h"
@@ -48,6 +49,7 @@ void registerIneligible(ncclComm_t comm, const char* reason, bool nonBlocking) {
   auto lc = std::make_unique<LamportComm>();
   lc->comm = comm;
   lc->nonBlocking = nonBlocking;
+  lc->maxCtas = effectiveCtaCap(takeCtaCap(comm));
   // Best effort: a non-blocking communicator may not answer yet; the fields are for logs only.
   REAL_NCCL(ncclCommUserRank)(comm, &lc->rank);
   REAL_NCCL(ncclCommCount)(comm, &lc->nRanks);
@@ -82,6 +84,7 @@ void setupWorkspaces(const std::vector<ncclComm_t>& comms, const SetupOptions& o
     s->lc = std::make_unique<LamportComm>();
     s->lc->comm = comm;
     s->lc->nonBlocking = options.nonBlocking;
+    s->lc->maxCtas = effectiveCtaCap(takeCtaCap(comm));
     if (REAL_NCCL(ncclCommUserRank)(comm, &s->lc->rank) != ncclSuccess ||
         REAL_NCCL(ncclCommCount)(comm, &s->lc->nRanks) != ncclSuccess ||
         REAL_NCCL(ncclCommCuDevice)(comm, &s->lc->cudaDev) != ncclSuccess) {
@@ -175,6 +178,7 @@ std::unique_ptr<LamportComm> setupWorkspaceOverExchange(int nRanks, int cudaDev,
   s->lc = std::make_unique<LamportComm>();
   s->lc->nRanks = nRanks;
   s->lc->cudaDev = cudaDev;
+  s->lc->maxCtas = effectiveCtaCap(0);  // the init's config is not seen from the tuner's init
   if (nRanks < 2) {
     s->lc->reason = "single-rank communicator";
     return std::move(s->lc);

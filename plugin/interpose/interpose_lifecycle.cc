@@ -15,6 +15,7 @@
 
 #include "plugin/abi/entry_guard.h"
 #include "plugin/comm/comm_registry.h"
+#include "plugin/comm/cta_cap.h"
 #include "plugin/comm/comm_teardown.h"
 #include "common/config.h"
 #include "plugin/comm/deferred_setup.h"
@@ -64,8 +65,9 @@ int currentCudaDevice() {
   return cudaGetDevice(&device) == cudaSuccess ? device : -1;
 }
 
-/** What every init/split wrapper does once NCCL returned: set up now, later, or never. */
-void onCommCreated(ncclResult_t result, ncclComm_t comm, bool blocking) noexcept try {
+/** What every init/split wrapper does once NCCL returned: set up now, later, or never. ctaCap:
+ *  the blocks per launch its config (or parent) allows (plugin/comm/cta_cap.h; 0: none). */
+void onCommCreated(ncclResult_t result, ncclComm_t comm, bool blocking, int ctaCap) noexcept try {
   // NCCL has logged (and so opened NCCL_DEBUG_FILE) by now: our lines waiting for it go there.
   logFileCheckpoint();
   if (comm == nullptr || (result != ncclSuccess && result != ncclInProgress)) return;
@@ -76,6 +78,8 @@ void onCommCreated(ncclResult_t result, ncclComm_t comm, bool blocking) noexcept
   // From the first communicator on, NCCL has initialised CUDA: our log lines may ask for the
   // device (before, they never touch CUDA and print [-1]).
   setLogDeviceQuery(currentCudaDevice);
+  // Taken by the set-up, or under tuner activation by the binding at the first call.
+  noteCtaCap(comm, ctaCap);
   // Tuner activation: these set-up points are not the same on every rank in that mode (a rank's
   // first communicator was created before its hooks); the comm is bound at its first call.
   if (tunerHooksInstalled()) return;
@@ -100,24 +104,39 @@ void onCommCreated(ncclResult_t result, ncclComm_t comm, bool blocking) noexcept
 constexpr uint64_t kAbortWaitMs = 2000;
 
 /** Split and shrink: a non-blocking child's handle appears only once NCCL's job on the parent
- *  ends (NCCL 2.28), so it is picked up later (plugin/comm/deferred_setup.h, watchPendingChild). */
-void onChildCreated(ncclResult_t result, ncclComm_t parent, ncclComm_t* newcomm, bool blocking) {
+ *  ends (NCCL 2.28), so it is picked up later (plugin/comm/deferred_setup.h, watchPendingChild);
+ *  its CTA cap waits under its slot until then. config: the split's, or null (the parent's cap,
+ *  as NCCL copies the parent's config). */
+void onChildCreated(ncclResult_t result, ncclComm_t parent, ncclComm_t* newcomm, bool blocking,
+                    const ncclConfig_t* config) {
   if (newcomm == nullptr) return;
-  // Tuner activation: the child was set up inside the tuner's init; no pending-child watch.
-  if (tunerHooksInstalled()) return;
+  int ctaCap = ctaCapFromConfig(config);
+  if (config == nullptr) {
+    const std::shared_ptr<LamportComm> lc = CommRegistry::instance().find(parent);
+    ctaCap = lc != nullptr ? lc->maxCtas : peekCtaCap(parent);  // the latter: set-up not run yet
+  }
+  // Tuner activation: the child was set up inside the tuner's init; no pending-child watch. Its
+  // cap is noted for the binding where NCCL has written the handle already.
+  if (tunerHooksInstalled()) {
+    const ncclComm_t child = __atomic_load_n(newcomm, __ATOMIC_ACQUIRE);
+    if (child != nullptr && (result == ncclSuccess || result == ncclInProgress)) noteCtaCap(child, ctaCap);
+    return;
+  }
   // NCCL 2.28 returns ncclSuccess or ncclInProgress here and writes the child later, from its own
   // thread: read it atomically (ThreadSanitizer saw the plain read race with that write).
   const ncclComm_t child = __atomic_load_n(newcomm, __ATOMIC_ACQUIRE);
   if (result == ncclInProgress) blocking = false;  // NCCL's answer wins, as in onCommCreated
   if (!blocking && (result == ncclSuccess || result == ncclInProgress) && child == nullptr) {
+    noteCtaCap(newcomm, ctaCap);
     watchPendingChild(parent, newcomm);
     return;
   }
   if (blocking && result == ncclSuccess && child == nullptr && tGroupDepth > 0) {
+    noteCtaCap(newcomm, ctaCap);
     tChildSlotsInGroup.push_back(newcomm);  // set up with the group's other communicators
     return;
   }
-  onCommCreated(result, child, blocking);
+  onCommCreated(result, child, blocking, ctaCap);
 }
 
 /** What we keep under a communicator's handle, taken while the handle is still its own. */
@@ -174,7 +193,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, 
   if (!interposerEnabled()) return real(comm, nranks, commId, rank);
   markInterposerActive();
   ncclResult_t result = real(comm, nranks, commId, rank);
-  onCommCreated(result, comm ? *comm : nullptr, isBlocking(nullptr, true));
+  onCommCreated(result, comm ? *comm : nullptr, isBlocking(nullptr, true), 0);
   return result;
 } catch (...) {
   return resultOfException("ncclCommInitRank");
@@ -186,7 +205,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nr
   if (!interposerEnabled()) return real(comm, nranks, commId, rank, config);
   markInterposerActive();
   ncclResult_t result = real(comm, nranks, commId, rank, config);
-  onCommCreated(result, comm ? *comm : nullptr, isBlocking(config, true));
+  onCommCreated(result, comm ? *comm : nullptr, isBlocking(config, true), ctaCapFromConfig(config));
   return result;
 } catch (...) {
   return resultOfException("ncclCommInitRankConfig");
@@ -198,7 +217,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, i
   if (!interposerEnabled()) return real(newcomm, nranks, myrank, nId, commIds, config);
   markInterposerActive();
   ncclResult_t result = real(newcomm, nranks, myrank, nId, commIds, config);
-  onCommCreated(result, newcomm ? *newcomm : nullptr, isBlocking(config, true));
+  onCommCreated(result, newcomm ? *newcomm : nullptr, isBlocking(config, true), ctaCapFromConfig(config));
   return result;
 } catch (...) {
   return resultOfException("ncclCommInitRankScalable");
@@ -213,6 +232,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, co
   logFileCheckpoint();  // as onCommCreated
   if ((result != ncclSuccess && result != ncclInProgress) || comms == nullptr) return result;
   std::vector<ncclComm_t> created(comms, comms + ndev);
+  for (ncclComm_t c : created) noteCtaCap(c, 0);  // no config: NCCL_MAX_CTAS alone, at the set-up
   if (tunerHooksInstalled()) return result;  // as onCommCreated
   if (!isBlocking(nullptr, true)) {
     if (tGroupDepth > 0) {
@@ -248,7 +268,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int k
       PendingCall::kProceed) {
     result = real(comm, color, key, newcomm, config);
   }
-  onChildCreated(result, comm, newcomm, childBlocking(comm, config));
+  onChildCreated(result, comm, newcomm, childBlocking(comm, config), config);
   return result;
 } catch (...) {
   return resultOfException("ncclCommSplit");
@@ -276,7 +296,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRan
   } else if (waitForDeferredSetup(comm, callNccl, &result) == PendingCall::kProceed) {
     result = callNccl();
   }
-  onChildCreated(result, comm, newcomm, childBlocking(comm, config));
+  onChildCreated(result, comm, newcomm, childBlocking(comm, config), config);
   return result;
 } catch (...) {
   return resultOfException("ncclCommShrink");
@@ -421,7 +441,12 @@ static void endGroup(ncclResult_t result, bool runSetup) noexcept try {
     // Written by NCCL inside the ncclGroupEnd that just returned; still null for
     // NCCL_SPLIT_NOCOLOR or a split that failed.
     const ncclComm_t child = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-    if (child != nullptr) tCommsCreatedInGroup.push_back(child);
+    if (child != nullptr) {
+      moveCtaCap(slot, child);
+      tCommsCreatedInGroup.push_back(child);
+    } else {
+      takeCtaCap(slot);  // no child on this rank: the note goes
+    }
   }
   if (runSetup && interposerEnabled() && !nonBlocking.empty()) {
     // A group of non-blocking inits returns ncclInProgress; NCCL finishes them in the background.

@@ -1,6 +1,7 @@
 // GPU tests of the kinds of communicator an application can create (issue 3, point 2): splits
 // with NCCL_SPLIT_NOCOLOR and one-rank colors, splits with reordered ranks, a split inside a
-// group, ncclCommShrink, ncclCommInitRankScalable, non-blocking communicators (config.blocking = 0;
+// group, ncclCommShrink, ncclCommInitRankScalable, config.maxCTAs (and splits that inherit it),
+// non-blocking communicators (config.blocking = 0;
 // their tests are in test_gpu_comm_kinds_nonblocking.cc, the same executable; shared helpers in
 // comm_kinds_support.h), ncclCommRevoke, and several communicators driven from several threads.
 // 2 forked ranks, one process per GPU (this gtest process never touches CUDA), except
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "tests/gpu/comm_kinds_support.h"
+#include "tuner/routing.h"
 
 namespace nccl_lamport {
 namespace gputest {
@@ -227,6 +229,103 @@ TEST(CommKinds, InitRankScalable) {
     lamport += runMixed(hs, 0x5CA2);
     checkLamportGrowth(hs, lamport, "scalable-init comm");
     destroyTimed(h, &comm, false, "ncclCommDestroy(scalable-init comm)");
+  });
+}
+
+// ---------------------------------------------------------------- CTA caps
+
+/** comm must be accelerated with a crossover of `expected` bytes, and its reason must name a cap of
+ *  maxCtas blocks per launch (0: none). */
+void checkCtaCap(Harness& h, ncclComm_t comm, size_t expected, int maxCtas, const char* what) {
+  requireAccelerated(h, comm, h.slots[0].nRanks, -1, what);
+  const ncclLamportCommInfo_t info = commInfo(comm);
+  h.failures->addCheck();
+  if (info.oneShotMaxBytes != expected) {
+    failf(h, "%s: crossover %zu bytes, expected %zu (%s)", what, info.oneShotMaxBytes, expected, info.reason);
+  }
+  const std::string reason = info.reason;
+  const bool named = reason.find("at most " + std::to_string(maxCtas) + " blocks per launch") != std::string::npos;
+  const bool any = reason.find("blocks per launch") != std::string::npos;
+  h.failures->addCheck();
+  if (maxCtas > 0 ? !named : any) failf(h, "%s: expected a cap of %d blocks per launch, reason: %s", what, maxCtas, info.reason);
+}
+
+/** Checked calls on comm at 1 element, at its crossover (the longest grid-strided loop a capped
+ *  grid runs) and one element past it (NCCL); the counters must follow the harness's paths. */
+void runAroundCrossover(Harness& h, ncclComm_t comm, size_t crossoverBytes, uint64_t seed, const char* what) {
+  OwnedStream stream;
+  Harness hx = harnessFor(h, comm, stream.stream);
+  const size_t atCrossover = crossoverBytes / elementSize(ncclBfloat16);
+  uint64_t i = 0;
+  for (const CallSpec& s : {spec(ncclBfloat16, 1), spec(ncclBfloat16, atCrossover), spec(ncclFloat32, crossoverBytes / 4, ncclAvg),
+                            spec(ncclBfloat16, atCrossover + 1)}) {
+    runCheckedStep(hx, s, mixSeed(seed, i++), true);
+  }
+  hx.checkNoAsyncError(what);
+  hx.checkCounters(what);
+}
+
+/** A blocking communicator of h's ranks made by ncclCommInitRankConfig with config.maxCTAs =
+ *  maxCtas; nullptr (and a failure) if NCCL refused. */
+ncclComm_t initWithMaxCtas(Harness& h, int maxCtas) {
+  ncclUniqueId id;
+  if (!shareUniqueId(h, &id)) return nullptr;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.maxCTAs = maxCtas;
+  ncclComm_t comm = nullptr;
+  const ncclResult_t rc = ncclCommInitRankConfig(&comm, h.slots[0].nRanks, id, h.slots[0].rank, &config);
+  if (rc != ncclSuccess || comm == nullptr) {
+    failf(h, "ncclCommInitRankConfig(maxCTAs %d) returned %d", maxCtas, rc);
+    return nullptr;
+  }
+  return comm;
+}
+
+/**
+ * config.maxCTAs (NCCL's cap on the blocks of its kernels, which users set to keep SMs free):
+ * a communicator created with maxCTAs = 3 launches at most 3 blocks, and its crossover shrinks to
+ * what 3 blocks carry (cappedOneShotMaxBytes, tuner/routing.h); calls up to it are correct. A
+ * split without a config inherits the cap, as NCCL copies the parent's config; one with a config
+ * that leaves maxCTAs unset does not. Before, the cap was ignored: the crossover stayed at the
+ * suite's 256 KiB and the grid spread over every SM. The cap shows in the communicator's reason;
+ * the kernel tests cover capped grids (test_gpu_kernel.cu).
+ */
+TEST(CommKinds, ConfigMaxCtasCapsTheLaunchesAndConfigLessSplitsInheritIt) {
+  LAMPORT_RUN_FORKED(ranks(2, 300), [](Harness& h, RankContext&) {
+    ncclComm_t comm = initWithMaxCtas(h, 3);
+    DestroyAtExit destroyComm{&comm};
+    if (comm == nullptr) return;
+    // Tuner activation sets the communicator up inside NCCL's init, where the config is not seen:
+    // the cap then bounds the grid only (at the first call), and the crossover stays.
+    const size_t capped = tunerActivation() ? kTestOneShotMaxBytes : cappedOneShotMaxBytes(3);
+    checkCtaCap(h, comm, capped, 3, "maxCTAs 3");
+    runAroundCrossover(h, comm, capped, 0xC7A0, "maxCTAs 3");
+
+    OwnedStream stream;
+    Harness hc = harnessFor(h, comm, stream.stream);
+    ncclComm_t inherited = splitAccelerated(hc);
+    DestroyAtExit destroyInherited{&inherited};
+    ncclConfig_t childConfig = NCCL_CONFIG_INITIALIZER;
+    ncclComm_t configured = splitAccelerated(hc, -1, &childConfig);
+    DestroyAtExit destroyConfigured{&configured};
+    if (inherited == nullptr || configured == nullptr) return;
+    checkCtaCap(h, inherited, capped, 3, "split of the maxCTAs 3 comm without a config");
+    checkCtaCap(h, configured, kTestOneShotMaxBytes, 0, "split of the maxCTAs 3 comm with a default config");
+    runAroundCrossover(h, inherited, capped, 0xC7A1, "split without a config");
+  });
+}
+
+/** NCCL_MAX_CTAS replaces every config's maxCTAs (NCCL 2.28 src/init.cc), for our launches too:
+ *  the suite's own communicator and one created with config.maxCTAs = 3 both get 2 blocks. */
+TEST(CommKinds, NcclMaxCtasReplacesEveryConfigsCap) {
+  LAMPORT_RUN_FORKED(ranks(2, 300, {{"NCCL_MAX_CTAS", "2"}}), [](Harness& h, RankContext&) {
+    const size_t capped = cappedOneShotMaxBytes(2);
+    checkCtaCap(h, h.slots[0].comm, capped, 2, "the suite's communicator under NCCL_MAX_CTAS=2");
+    runAroundCrossover(h, h.slots[0].comm, capped, 0xC7A2, "NCCL_MAX_CTAS=2");
+    ncclComm_t comm = initWithMaxCtas(h, 3);
+    DestroyAtExit destroyComm{&comm};
+    if (comm == nullptr) return;
+    checkCtaCap(h, comm, capped, 2, "maxCTAs 3 under NCCL_MAX_CTAS=2");
   });
 }
 

@@ -75,6 +75,12 @@ target_include_directories(test_nccl_settings PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(test_nccl_settings PRIVATE lamport_internal GTest::gtest_main Threads::Threads)
 gtest_discover_tests(test_nccl_settings PROPERTIES LABELS cpu DISCOVERY_TIMEOUT 60)
 
+# config.maxCTAs / NCCL_MAX_CTAS from the wrappers to the set-up (plugin/comm/cta_cap.h).
+add_executable(test_cta_cap ${CMAKE_CURRENT_LIST_DIR}/test_cta_cap.cc)
+target_include_directories(test_cta_cap PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(test_cta_cap PRIVATE lamport_internal GTest::gtest_main Threads::Threads)
+gtest_discover_tests(test_cta_cap PROPERTIES LABELS cpu DISCOVERY_TIMEOUT 60)
+
 # The workspace's slot size from the knobs (plugin/comm/workspace_mapping.h), same library.
 add_executable(test_workspace_sizing ${CMAKE_CURRENT_LIST_DIR}/test_workspace_sizing.cc)
 target_include_directories(test_workspace_sizing PRIVATE ${PROJECT_SOURCE_DIR})

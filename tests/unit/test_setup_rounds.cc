@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "plugin/comm/comm_registry.h"
+#include "plugin/comm/cta_cap.h"
 #include "plugin/comm/exchange_rounds.h"
 #include "plugin/comm/setup_control.h"
 #include "plugin/comm/workspace_setup.h"
@@ -53,6 +54,23 @@ TEST(SetupRounds, TheReadBackWaitsUntilTheAllGatherFinished) {
         << "round " << r + 1 << " read its blocks back before its all-gather finished: a copy into pageable "
         << "memory then blocks until it does, whatever the round's deadline";
   }
+  cleanUp(comm, control);
+}
+
+// The CTA cap noted by the init or split wrapper (plugin/comm/cta_cap.h) reaches the set-up's
+// communicator, which keeps it (its launches and its children without a config use it); the note
+// is taken once.
+TEST(SetupRounds, TheSetUpTakesTheCtaCapNotedAtCreation) {
+  ncclComm_t comm = fakeComm(0);
+  ASSERT_NE(comm, nullptr);
+  nccl_lamport::noteCtaCap(comm, 6);
+  auto control = std::make_shared<SetupControl>();
+  auto device = std::make_shared<StandInDevice>();
+  ASSERT_TRUE(setUpWithin5s({comm}, control, device));
+  const std::shared_ptr<nccl_lamport::LamportComm> lc = nccl_lamport::CommRegistry::instance().find(comm);
+  ASSERT_NE(lc, nullptr);
+  EXPECT_EQ(lc->maxCtas, 6);
+  EXPECT_EQ(nccl_lamport::peekCtaCap(comm), 0) << "the note was not taken";
   cleanUp(comm, control);
 }
 

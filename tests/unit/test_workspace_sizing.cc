@@ -12,6 +12,7 @@
 #include "common/config.h"
 #include "kernels/lamport_layout.h"
 #include "plugin/comm/workspace_mapping.h"
+#include "tuner/routing.h"
 
 namespace {
 
@@ -52,6 +53,18 @@ TEST(WorkspaceMapping, TheFdExchangeIsBoundedByTheRendezvousTimeout) {
   EXPECT_EQ(nccl_lamport::fdExchangeTimeoutMs(config), 1234);
   config.rendezvousTimeoutMs = uint64_t{30} * 24 * 3600 * 1000;  // the knob's largest value
   EXPECT_EQ(nccl_lamport::fdExchangeTimeoutMs(config), INT_MAX);
+}
+
+// A launch cap of maxCtas blocks (config.maxCTAs / NCCL_MAX_CTAS) bounds the slot, and so the
+// crossover every rank agrees on (the minimum of the proposals), at what that many blocks carry.
+TEST(WorkspaceSizing, ACtaCapShrinksTheSlotToWhatItsBlocksCarry) {
+  constexpr size_t kCap = size_t{50} << 20;
+  const size_t uncapped = nccl_lamport::proposedSlotBytes(2, 90, 0, kCap);
+  EXPECT_EQ(nccl_lamport::proposedSlotBytes(2, 90, 0, kCap, 0), uncapped);
+  EXPECT_EQ(nccl_lamport::proposedSlotBytes(2, 90, 0, kCap, 8), nccl_lamport::cappedOneShotMaxBytes(8));
+  EXPECT_EQ(nccl_lamport::cappedOneShotMaxBytes(8), size_t{128} << 10);
+  EXPECT_EQ(nccl_lamport::proposedSlotBytes(2, 90, 0, kCap, 1 << 20), uncapped);  // a cap above the need
+  EXPECT_EQ(nccl_lamport::proposedSlotBytes(2, 90, 4096, kCap, 8), 4096u);        // a lower override stays
 }
 
 }  // namespace

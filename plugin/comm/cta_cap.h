@@ -1,0 +1,43 @@
+// The CTA cap a communicator was created with (NCCL's config.maxCTAs, or NCCL_MAX_CTAS over every
+// config), applied to our launches too: users set it to keep SMs free for work that runs beside
+// the collectives (overlapped GEMMs; vLLM sets NCCL_MAX_CTAS=8 so that DeepEP's kernels, which
+// wait on other ranks, always find room). A Lamport grid spread over every SM, waiting on its peers,
+// would take that room back.
+//
+// The cap is known where the communicator is created (the init and split wrappers) and needed
+// where its set-up runs (plugin/comm/workspace_setup.cc), possibly on another thread and, for a
+// split child that NCCL writes later, before its handle exists: so it is noted under the handle,
+// or under the child's slot (the caller's ncclComm_t*) until the handle is read from it.
+#pragma once
+
+#include <nccl.h>
+
+namespace nccl_lamport {
+
+/** Blocks per launch from a config: its maxCTAs where the config has the field (NCCL 2.17+) and
+ *  sets it to a positive value, else 0 (no cap). nullptr: 0. */
+int ctaCapFromConfig(const ncclConfig_t* config);
+
+/** NCCL_MAX_CTAS as NCCL 2.28 reads it (src/init.cc envConfigOverride: an integer in base 0, only a
+ *  positive value counts, and it replaces every config's maxCTAs), or 0. value: the variable's
+ *  text, nullptr when unset. */
+int ctaCapFromEnvironment(const char* value);
+
+/** The cap of a communicator whose config (or parent) gives `configCap` (0: none): NCCL_MAX_CTAS
+ *  of this process where set (read once, as NCCL's parameters are), else configCap. */
+int effectiveCtaCap(int configCap);
+
+/** Notes `cap` (blocks, 0: none) for the communicator known by `key`: its handle, or the slot a
+ *  split child will be written to. Replaces an earlier note under the same key. */
+void noteCtaCap(const void* key, int cap);
+
+/** The note under `key`, left in place, or 0. */
+int peekCtaCap(const void* key);
+
+/** Moves the note under `slot` to `comm` (the handle NCCL wrote there); none: nothing. */
+void moveCtaCap(const void* slot, ncclComm_t comm);
+
+/** Removes and returns the note under `key`, or 0. */
+int takeCtaCap(const void* key);
+
+}  // namespace nccl_lamport
