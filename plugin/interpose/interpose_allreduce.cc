@@ -18,6 +18,7 @@
 
 #include "include/nccl_lamport.h"
 #include "kernels/lamport_allreduce.h"
+#include "plugin/interpose/allreduce_nvtx.h"
 #include "plugin/abi/entry_guard.h"
 #include "plugin/comm/comm_registry.h"
 #include "plugin/comm/cuda_guards.h"
@@ -281,6 +282,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvb
     lc->ncclCalls.fetch_add(1, std::memory_order_relaxed);
     return real(sendbuff, recvbuff, count, datatype, op, comm, stream);
   }
+  const AllReduceNvtxRange range;  // NCCL's own range, which a call we take never reaches
   if (groupDepth() > 0) {
     // An error the launch would report now, NCCL would report at ncclGroupEnd; ours is reported
     // at once, as before the group.

@@ -58,6 +58,7 @@ set_target_properties(dispatch_stand_in_nccl PROPERTIES C_VISIBILITY_PRESET defa
 add_executable(test_allreduce_dispatch
   ${CMAKE_CURRENT_LIST_DIR}/test_allreduce_dispatch.cc
   ${PROJECT_SOURCE_DIR}/plugin/interpose/interpose_allreduce.cc
+  ${PROJECT_SOURCE_DIR}/plugin/interpose/allreduce_nvtx.cc
   ${PROJECT_SOURCE_DIR}/plugin/interpose/interpose_lifecycle.cc
   ${PROJECT_SOURCE_DIR}/plugin/abi/lamport_api.cc
   ${PROJECT_SOURCE_DIR}/plugin/hooks/tuner_activation.cc)
@@ -68,6 +69,18 @@ gtest_discover_tests(test_allreduce_dispatch PROPERTIES LABELS cpu DISCOVERY_TIM
 add_test(NAME allreduce_dispatch.pointer_checks_on
          COMMAND test_allreduce_dispatch --gtest_filter=Dispatch.WithPointerChecksOnABufferNcclWouldRefuseGoesToNccl)
 set_tests_properties(allreduce_dispatch.pointer_checks_on PROPERTIES LABELS cpu ENVIRONMENT NCCL_CHECK_POINTERS=1)
+# NVTX: a stand-in tool loaded as Nsight Systems is (NVTX_INJECTION64_PATH) counts our ranges.
+add_library(nvtx_counting_tool SHARED ${PROJECT_SOURCE_DIR}/tests/shim/nvtx_counting_tool.c)
+target_link_libraries(nvtx_counting_tool PRIVATE CUDA::toolkit)
+add_dependencies(test_allreduce_dispatch nvtx_counting_tool)
+foreach(_case range disabled)
+  add_test(NAME allreduce_dispatch.nvtx_${_case}
+           COMMAND test_allreduce_dispatch --gtest_filter=Dispatch.ATakenCallOpensNcclsAllReduceRange)
+endforeach()
+set_tests_properties(allreduce_dispatch.nvtx_range PROPERTIES LABELS cpu
+  ENVIRONMENT "NVTX_INJECTION64_PATH=$<TARGET_FILE:nvtx_counting_tool>")
+set_tests_properties(allreduce_dispatch.nvtx_disabled PROPERTIES LABELS cpu
+  ENVIRONMENT "NVTX_INJECTION64_PATH=$<TARGET_FILE:nvtx_counting_tool>;NCCL_NVTX_DISABLE=1")
 
 # NCCL's settings that keep a communicator on NCCL, read as NCCL reads them (plugin/comm/nccl_settings.h).
 add_executable(test_nccl_settings ${CMAKE_CURRENT_LIST_DIR}/test_nccl_settings.cc)

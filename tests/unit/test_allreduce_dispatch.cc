@@ -5,6 +5,7 @@
 // finished set-up leaves it. With no GPU, a launch fails at its first CUDA call with
 // ncclUnhandledCudaError and never reaches NCCL: that is how "taken" shows here.
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -14,6 +15,7 @@
 
 #include "include/nccl_lamport.h"
 #include "plugin/comm/comm_registry.h"
+#include "plugin/interpose/allreduce_nvtx.h"
 #include "plugin/interpose/interpose_state.h"
 #include "tests/unit/dispatch_stand_in_nccl.h"
 
@@ -220,6 +222,40 @@ TEST_F(Dispatch, WithPointerChecksOnABufferNcclWouldRefuseGoesToNccl) {
   // gBuf is host memory CUDA does not know: NCCL's CudaPtrCheck refuses it.
   EXPECT_EQ(smallAllReduce(c.comm), checksOn ? ncclSuccess : ncclUnhandledCudaError);
   EXPECT_EQ(standInAllReduceCalls(), before + (checksOn ? 1 : 0)) << "checks on: " << checksOn;
+}
+
+/** A counter of the stand-in NVTX tool (tests/shim/nvtx_counting_tool.c) that NVTX_INJECTION64_PATH
+ *  names, or -1 where NVTX has not loaded it. */
+int nvtxToolCount(const char* function) {
+  const char* path = getenv("NVTX_INJECTION64_PATH");
+  void* tool = path != nullptr ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
+  const auto read = tool != nullptr ? reinterpret_cast<int (*)()>(dlsym(tool, function)) : nullptr;
+  return read != nullptr ? read() : -1;
+}
+
+// A call we take never reaches NCCL's ncclAllReduce, which opens the "ncclAllReduce" range in
+// NVTX domain "NCCL": ours opens it instead, once per call, closed on return; a call that goes
+// to NCCL gets NCCL's. With NCCL_NVTX_DISABLE=1 no range is opened (NVTX never loads the tool).
+// Runs as the ctest entries allreduce_dispatch.nvtx_range and .nvtx_disabled, with the tool.
+TEST_F(Dispatch, ATakenCallOpensNcclsAllReduceRange) {
+  if (getenv("NVTX_INJECTION64_PATH") == nullptr) {
+    GTEST_SKIP() << "runs as allreduce_dispatch.nvtx_range, with the stand-in NVTX tool loaded";
+  }
+  const bool disabled = nvtxDisabledBy(getenv("NCCL_NVTX_DISABLE"));
+  const MadeUpComm c = makeEligible(10, 0);
+  EXPECT_EQ(smallAllReduce(c.comm), ncclUnhandledCudaError);  // taken
+  EXPECT_EQ(nvtxToolCount("stubNvtxAllReduceRanges"), disabled ? -1 : 1);
+  EXPECT_EQ(ncclAllReduce(gBuf, gBuf, 1 << 16, ncclFloat32, ncclSum, c.comm, nullptr), ncclSuccess);  // NCCL's
+  EXPECT_EQ(nvtxToolCount("stubNvtxAllReduceRanges"), disabled ? -1 : 1);
+  EXPECT_EQ(nvtxToolCount("stubNvtxOpenRanges"), disabled ? -1 : 0);
+}
+
+TEST(Nvtx, NcclNvtxDisableIsAnIntegerInBaseZero) {
+  EXPECT_FALSE(nvtxDisabledBy(nullptr));
+  EXPECT_TRUE(nvtxDisabledBy("1"));
+  EXPECT_TRUE(nvtxDisabledBy("0x2"));
+  EXPECT_FALSE(nvtxDisabledBy("0"));
+  EXPECT_FALSE(nvtxDisabledBy(""));
 }
 
 TEST(PointerChecks, FollowNcclsVariables) {
