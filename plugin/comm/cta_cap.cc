@@ -23,9 +23,36 @@ int ctaCapFromEnvironment(const char* value) {
   return cap > INT_MAX ? INT_MAX : static_cast<int>(cap);
 }
 
+namespace {
+
+/** NCCL's reading of an integer parameter (src/misc/param.cc ncclLoadParam): unset or empty, or
+ *  out of range, is "not set"; other text is strtoll's value in base 0 (0 for no number). */
+bool ncclIntegerParameter(const char* text, long long* value) {
+  if (text == nullptr || *text == '\0') return false;
+  errno = 0;
+  *value = strtoll(text, nullptr, 0);
+  return errno == 0;
+}
+
+}  // namespace
+
+int channelCapFromEnvironment(const char* maxNchannels, const char* maxNrings) {
+  long long channels = 0;
+  if (!ncclIntegerParameter(maxNchannels, &channels) && !ncclIntegerParameter(maxNrings, &channels)) return 0;
+  return channels < 1 ? 1 : channels > kNcclMaxChannels ? kNcclMaxChannels : static_cast<int>(channels);
+}
+
+int combinedCtaCap(int configCap, int maxCtasVariable, int channelCap) {
+  int cap = maxCtasVariable > 0 ? maxCtasVariable : configCap;
+  if (cap > kNcclMaxChannels) cap = kNcclMaxChannels;
+  if (channelCap > 0 && (cap == 0 || channelCap < cap)) cap = channelCap;
+  return cap;
+}
+
 int effectiveCtaCap(int configCap) {
-  static const int environmentCap = ctaCapFromEnvironment(getenv("NCCL_MAX_CTAS"));
-  return environmentCap > 0 ? environmentCap : configCap;
+  static const int maxCtasVariable = ctaCapFromEnvironment(getenv("NCCL_MAX_CTAS"));
+  static const int channelCap = channelCapFromEnvironment(getenv("NCCL_MAX_NCHANNELS"), getenv("NCCL_MAX_NRINGS"));
+  return combinedCtaCap(configCap, maxCtasVariable, channelCap);
 }
 
 namespace {

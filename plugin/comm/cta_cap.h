@@ -23,8 +23,24 @@ int ctaCapFromConfig(const ncclConfig_t* config);
  *  text, nullptr when unset. */
 int ctaCapFromEnvironment(const char* value);
 
-/** The cap of a communicator whose config (or parent) gives `configCap` (0: none): NCCL_MAX_CTAS
- *  of this process where set (read once, as NCCL's parameters are), else configCap. */
+/** NCCL's largest channel count (MAXCHANNELS, NCCL 2.28 src/include/device.h): no kernel of its
+ *  runs more blocks. */
+constexpr int kNcclMaxChannels = 64;
+
+/** The user's channel bound as ncclMaxNchannels reads it (NCCL 2.28 src/graph/connect.cc):
+ *  NCCL_MAX_NCHANNELS, else the older NCCL_MAX_NRINGS, each an integer in base 0 (text that is
+ *  no number reads as 0), clamped to [1, kNcclMaxChannels]; 0 when neither is set. */
+int channelCapFromEnvironment(const char* maxNchannels, const char* maxNrings);
+
+/** What NCCL 2.28 caps a communicator's kernels at, in blocks (0: no cap): maxCtasVariable
+ *  (NCCL_MAX_CTAS, > 0) replaces configCap (src/init.cc envConfigOverride), a cap above
+ *  kNcclMaxChannels is clamped to it, and channelCap (> 0) bounds it too (connect.cc: the
+ *  channels are min(ncclMaxNchannels(), config.maxCTAs)). */
+int combinedCtaCap(int configCap, int maxCtasVariable, int channelCap);
+
+/** combinedCtaCap for a communicator whose config (or parent) gives `configCap` (0: none) and this
+ *  process's NCCL_MAX_CTAS, NCCL_MAX_NCHANNELS and NCCL_MAX_NRINGS (read once, as NCCL's
+ *  parameters are). Applying it twice gives the same cap. */
 int effectiveCtaCap(int configCap);
 
 /** Notes `cap` (blocks, 0: none) for the communicator known by `key`: its handle, or the slot a

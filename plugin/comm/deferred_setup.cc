@@ -144,6 +144,7 @@ void publishOnNccl(DeferredBatch& batch, const std::string& why) {
     auto lc = std::make_unique<LamportComm>();
     lc->comm = placeholder->comm;
     lc->nonBlocking = true;
+    lc->maxCtas = placeholder->maxCtas;  // its children without a config still inherit it
     lc->reason = why;
     lc->finalized.store(placeholder->finalized.load());
     lc->revoked.store(placeholder->revoked.load());
@@ -280,7 +281,7 @@ bool calledFromNccl(const void* returnAddress) {
 }
 
 void forgetPendingChildren(ncclComm_t comm) {
-  takePendingChildren(comm);
+  for (ncclComm_t* slot : takePendingChildren(comm)) takeCtaCap(slot);
   // comm may itself be a child NCCL has written but nothing has collected yet: once it is
   // destroyed or aborted its slot holds a freed handle, which a later poll of the parent must
   // not set up (nor take for a new communicator at that address).
@@ -329,6 +330,8 @@ void startDeferredSetup(const std::vector<ncclComm_t>& created) {
     auto placeholder = std::make_unique<LamportComm>();
     placeholder->comm = comm;
     placeholder->nonBlocking = true;
+    // What a split without a config inherits while the set-up is pending (the set-up takes the note).
+    placeholder->maxCtas = effectiveCtaCap(peekCtaCap(comm));
     placeholder->reason = "non-blocking communicator: set-up waits for NCCL to report it ready";
     placeholder->setupPending.store(true, std::memory_order_relaxed);
     std::shared_ptr<LamportComm> shared(std::move(placeholder));

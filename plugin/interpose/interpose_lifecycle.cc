@@ -344,11 +344,17 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) try {
   }
   joinDeferredSetup(comm, globalConfig().timeoutMs + 1000);
   held = holdComm(comm);  // the entry the set-up may have registered since the first hold
+  // A CTA-cap note still under the handle (tuner activation binds at the first call) goes while
+  // the handle is its own: a newcomer at that address notes its own.
+  const int ctaCapNote = takeCtaCap(comm);
   result = real(comm);
   // ncclInvalidArgument is NCCL's refusal (ncclCommEnsureReady): it keeps the communicator, and
   // with it our entry and its pending split children. After any other answer the handle may be
   // freed: what was held under it is released, never looked up by handle again.
-  if (result == ncclInvalidArgument) return result;
+  if (result == ncclInvalidArgument) {
+    if (ctaCapNote > 0) noteCtaCap(comm, ctaCapNote);
+    return result;
+  }
   forgetPendingChildren(comm);
   releaseHeldComm(comm, std::move(held), /*aborting=*/false);
   return result;
@@ -369,6 +375,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) try {
   // call on this comm from another thread meanwhile still finds it gone) and is then taken out
   // only where a newcomer at that address has not replaced it: never looked up by handle after.
   HeldComm held = holdComm(comm);
+  takeCtaCap(comm);  // as in ncclCommDestroy
   ncclResult_t result = real(comm);
   releaseHeldComm(comm, std::move(held), /*aborting=*/true);
   return result;

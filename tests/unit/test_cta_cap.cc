@@ -57,13 +57,48 @@ TEST(CtaCap, NotesMoveFromTheChildSlotToItsHandle) {
   EXPECT_EQ(nccl_lamport::takeCtaCap(child), 0);
 }
 
-// The process's NCCL_MAX_CTAS replaces every config's cap (this binary's only reader).
-TEST(CtaCap, TheEnvironmentReplacesEveryConfigsCap) {
+// NCCL_MAX_NCHANNELS (or the older NCCL_MAX_NRINGS) bounds NCCL's kernels too (ncclMaxNchannels in
+// NCCL's src/graph/connect.cc), clamped to [1, 64]; text that is no number reads as 0, so 1.
+TEST(CtaCap, TheChannelBoundIsReadAsNcclReadsIt) {
+  using nccl_lamport::channelCapFromEnvironment;
+  EXPECT_EQ(channelCapFromEnvironment(nullptr, nullptr), 0);
+  EXPECT_EQ(channelCapFromEnvironment("8", nullptr), 8);
+  EXPECT_EQ(channelCapFromEnvironment(nullptr, "6"), 6);
+  EXPECT_EQ(channelCapFromEnvironment("8", "6"), 8);  // NCCL_MAX_NCHANNELS wins
+  EXPECT_EQ(channelCapFromEnvironment("", "6"), 6);   // empty is unset
+  EXPECT_EQ(channelCapFromEnvironment("0", nullptr), 1);
+  EXPECT_EQ(channelCapFromEnvironment("many", nullptr), 1);
+  EXPECT_EQ(channelCapFromEnvironment("500", nullptr), 64);
+}
+
+// What NCCL runs at most: NCCL_MAX_CTAS replaces the config's cap, 64 (MAXCHANNELS) bounds any
+// cap, and the channel bound applies on top. Before, a config cap of 128 stayed 128 and
+// NCCL_MAX_NCHANNELS=8 left our grid unbounded (found by a review of session 18).
+TEST(CtaCap, TheCapCombinesAsNcclsKernelsAreCapped) {
+  using nccl_lamport::combinedCtaCap;
+  EXPECT_EQ(combinedCtaCap(0, 0, 0), 0);
+  EXPECT_EQ(combinedCtaCap(16, 0, 0), 16);
+  EXPECT_EQ(combinedCtaCap(16, 4, 0), 4);
+  EXPECT_EQ(combinedCtaCap(128, 0, 0), 64);
+  EXPECT_EQ(combinedCtaCap(0, 0, 8), 8);
+  EXPECT_EQ(combinedCtaCap(16, 0, 8), 8);
+  EXPECT_EQ(combinedCtaCap(4, 0, 8), 4);
+  for (int cap : {0, 3, 100}) {  // applying it twice changes nothing
+    EXPECT_EQ(combinedCtaCap(combinedCtaCap(cap, 5, 4), 5, 4), combinedCtaCap(cap, 5, 4));
+  }
+}
+
+// The process's variables (this test is the binary's only reader): read once, as NCCL's
+// parameters are.
+TEST(CtaCap, TheProcessReadsItsVariablesOnce) {
   setenv("NCCL_MAX_CTAS", "4", 1);
+  setenv("NCCL_MAX_NCHANNELS", "8", 1);
   EXPECT_EQ(nccl_lamport::effectiveCtaCap(0), 4);
   EXPECT_EQ(nccl_lamport::effectiveCtaCap(16), 4);
   unsetenv("NCCL_MAX_CTAS");
-  EXPECT_EQ(nccl_lamport::effectiveCtaCap(16), 4);  // read once, as NCCL's parameters are
+  setenv("NCCL_MAX_NCHANNELS", "2", 1);
+  EXPECT_EQ(nccl_lamport::effectiveCtaCap(16), 4);
+  unsetenv("NCCL_MAX_NCHANNELS");
 }
 
 }  // namespace

@@ -13,10 +13,12 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "plugin/comm/comm_registry.h"
 #include "plugin/comm/cta_cap.h"
+#include "plugin/comm/deferred_setup.h"
 #include "plugin/comm/exchange_rounds.h"
 #include "plugin/comm/setup_control.h"
 #include "plugin/comm/workspace_setup.h"
@@ -72,6 +74,34 @@ TEST(SetupRounds, TheSetUpTakesTheCtaCapNotedAtCreation) {
   EXPECT_EQ(lc->maxCtas, 6);
   EXPECT_EQ(nccl_lamport::peekCtaCap(comm), 0) << "the note was not taken";
   cleanUp(comm, control);
+}
+
+// What a split or shrink without a config inherits is the parent's registry entry's maxCtas
+// (interpose_lifecycle.cc onChildCreated). For a non-blocking parent that entry is the set-up's
+// placeholder while the set-up is pending, and the "stays on NCCL" entry publishOnNccl puts in
+// its place when the set-up is stopped (ncclCommRevoke, ncclCommShrink with NCCL_SHRINK_ABORT):
+// both must carry the cap noted at init (NCCL copies the parent's config to the child). Both had
+// none before (found by a review of session 18).
+TEST(SetupRounds, APendingOrStoppedSetUpsEntryKeepsTheCtaCapItsChildrenInherit) {
+  ncclComm_t comm = fakeComm(3600000);  // NCCL does not report it ready during the test
+  ASSERT_NE(comm, nullptr);
+  nccl_lamport::noteCtaCap(comm, 6);  // the init wrapper's note for config.maxCTAs = 6
+  nccl_lamport::startDeferredSetup({comm});
+  const std::shared_ptr<nccl_lamport::LamportComm> pending = nccl_lamport::CommRegistry::instance().find(comm);
+  ASSERT_NE(pending, nullptr);
+  EXPECT_EQ(pending->maxCtas, 6) << "the placeholder a child without a config inherits from has no cap";
+  nccl_lamport::cancelDeferredSetup(comm, nccl_lamport::CancelReason::kHandedToNccl);  // revoked
+  EXPECT_TRUE(nccl_lamport::joinDeferredSetup(comm, 5000));  // returns at the stop: wait for the entry
+  std::shared_ptr<nccl_lamport::LamportComm> published = pending;
+  for (int i = 0; i < 5000 && published == pending; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    published = nccl_lamport::CommRegistry::instance().find(comm);
+  }
+  ASSERT_NE(published, pending) << "the stopped set-up never replaced its placeholder";
+  ASSERT_NE(published, nullptr);
+  EXPECT_EQ(published->maxCtas, 6) << "the entry left after a stopped set-up (" << published->reason << ") has no cap";
+  nccl_lamport::takeCtaCap(comm);
+  nccl_lamport::CommRegistry::instance().remove(comm);
 }
 
 // A peer gone after init: round 1's all-gather never finishes on the stream. Round 2 would be
