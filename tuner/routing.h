@@ -37,7 +37,7 @@ constexpr int kTwoShotMinRanks = 4;
 size_t defaultOneShotMaxBytes(int nRanks, int smArch);
 
 /**
- * Bytes of message each block of a launch capped at config.maxCTAs / NCCL_MAX_CTAS may carry
+ * Bytes of message each block of a launch capped by NCCL's block limit (plugin/comm/cta_cap.h) may carry
  * below the one-shot crossover: 256 data threads x 4 vectors of 16 bytes, what one thread
  * carries in a 2 MB call at 2 ranks on H200, where the residency share already caps the grid
  * (docs/results-loopback-1xh200.md, "2 MB at 2 ranks"). Each further vector per thread adds about

@@ -53,12 +53,12 @@ struct LamportComm {
    *  NCCL_LAMPORT_TIMEOUT_MS, or NCCL failed it): not eligible, and the communicator reports
    *  ncclRemoteError so that the program aborts it. Set before publication, then fixed. */
   bool setupFailed = false;
-  /** Created non-blocking (config.blocking = 0 or NCCL_COMM_BLOCKING=0); a split or shrink
-   *  without a config inherits it, as in NCCL. */
+  /** Created non-blocking (config.blocking = 0, NCCL_COMM_BLOCKING=0, or NCCL answered its init
+   *  with ncclInProgress); a split or shrink without a config inherits it, as in NCCL. */
   bool nonBlocking = false;
-  /** Most blocks one launch of ours may take (config.maxCTAs or NCCL_MAX_CTAS; 0: no cap beyond
-   *  the residency share), set before the set-up's first step (plugin/comm/cta_cap.h); a split or
-   *  shrink without a config inherits it, as in NCCL. */
+  /** Most blocks one launch of ours may take (NCCL's block limit: config.maxCTAs, NCCL_MAX_CTAS,
+   *  NCCL_MAX_NCHANNELS; 0: no cap beyond the residency share), set before the set-up's first
+   *  step (plugin/comm/cta_cap.h); a split or shrink without a config inherits it, as in NCCL. */
   int maxCtas = 0;
   std::string reason = "not set up yet";
   RoutingTable table;

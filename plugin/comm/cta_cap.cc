@@ -37,8 +37,10 @@ bool ncclIntegerParameter(const char* text, long long* value) {
 }  // namespace
 
 int channelCapFromEnvironment(const char* maxNchannels, const char* maxNrings) {
+  // -2 is NCCL's "not set" for both (ncclMaxNchannels compares with it).
   long long channels = 0;
-  if (!ncclIntegerParameter(maxNchannels, &channels) && !ncclIntegerParameter(maxNrings, &channels)) return 0;
+  const auto given = [&channels](const char* text) { return ncclIntegerParameter(text, &channels) && channels != -2; };
+  if (!given(maxNchannels) && !given(maxNrings)) return 0;
   return channels < 1 ? 1 : channels > kNcclMaxChannels ? kNcclMaxChannels : static_cast<int>(channels);
 }
 

@@ -1,8 +1,8 @@
-// The CTA cap a communicator was created with (NCCL's config.maxCTAs, or NCCL_MAX_CTAS over every
-// config), applied to our launches too: users set it to keep SMs free for work that runs beside
-// the collectives (overlapped GEMMs; vLLM sets NCCL_MAX_CTAS=8 so that DeepEP's kernels, which
-// wait on other ranks, always find room). A Lamport grid spread over every SM, waiting on its peers,
-// would take that room back.
+// The block (CTA) cap NCCL gives a communicator's kernels (config.maxCTAs, NCCL_MAX_CTAS over
+// every config, NCCL_MAX_NCHANNELS / NCCL_MAX_NRINGS, at most 64), applied to our launches too:
+// users set it to keep SMs free for work that runs beside the collectives (overlapped GEMMs;
+// vLLM's expert-parallel load balancer sets NCCL_MAX_CTAS). A Lamport grid spread over every SM,
+// waiting on its peers, would take that room back.
 //
 // The cap is known where the communicator is created (the init and split wrappers) and needed
 // where its set-up runs (plugin/comm/workspace_setup.cc), possibly on another thread and, for a
@@ -29,7 +29,9 @@ constexpr int kNcclMaxChannels = 64;
 
 /** The user's channel bound as ncclMaxNchannels reads it (NCCL 2.28 src/graph/connect.cc):
  *  NCCL_MAX_NCHANNELS, else the older NCCL_MAX_NRINGS, each an integer in base 0 (text that is
- *  no number reads as 0), clamped to [1, kNcclMaxChannels]; 0 when neither is set. */
+ *  no number reads as 0; -2, NCCL's "not set", and out-of-range values count as unset), clamped
+ *  to [1, kNcclMaxChannels]; 0 when neither is set. NCCL's further bound from
+ *  NCCL_WORK_ARGS_BYTES is not followed. */
 int channelCapFromEnvironment(const char* maxNchannels, const char* maxNrings);
 
 /** What NCCL 2.28 caps a communicator's kernels at, in blocks (0: no cap): maxCtasVariable

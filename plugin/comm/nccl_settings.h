@@ -32,7 +32,8 @@ std::string ncclP2pOffReason(const char* p2pDisable, const char* p2pLevel);
  * src/graph/tuning.cc: ';'-separated entries, each "list" (the first only: every function) or
  * "function:list" (function compared case-insensitively); the last entry that applies to
  * AllReduce decides, and it chooses when its list names elements ("tree", "Simple,LL"), not when
- * it only excludes them ("^NVLS"). A value NCCL rejects (its communicator init then fails) gives "".
+ * it only excludes them ("^NVLS"). Values NCCL rejects fail NCCL's init anyway; only an entry
+ * without a function after the first gives "" here. NCCL before 2.24 has no "function:" entries.
  */
 std::string ncclAllReduceChoiceReason(const char* variable, const char* value);
 

@@ -29,13 +29,17 @@ void fillLaunchTemplate(LamportComm& lc, uint64_t timeoutMs) {
   args.errorFlag = static_cast<uint32_t*>(errorDev);
   args.timeoutNs = timeoutMs * 1000000ull;
   args.variant = globalConfig().baselineKernel ? LamportKernelVariant::kBaseline : LamportKernelVariant::kFast;
-  args.maxBlocks = lc.maxCtas;  // config.maxCTAs / NCCL_MAX_CTAS (0: the launcher's own bound)
+  args.maxBlocks = lc.maxCtas;  // NCCL's block limit, plugin/comm/cta_cap.h (0: the launcher's own bound)
 }
 
 }  // namespace
 
 std::string ctaCapNote(int maxCtas) {
-  return maxCtas > 0 ? ", at most " + std::to_string(maxCtas) + " blocks per launch (maxCTAs)" : "";
+  return maxCtas > 0 ? ", at most " + std::to_string(maxCtas) + " blocks per launch (NCCL's block limit)" : "";
+}
+
+std::string eligibleReason(const LamportComm& lc) {
+  return "Lamport one-shot up to " + std::to_string(lc.table.oneShotMaxBytes) + " bytes" + ctaCapNote(lc.maxCtas);
 }
 
 /** Round-1 verdict from the records alone: identical on every rank. */
@@ -79,7 +83,7 @@ void settleVerdict(SetupState& s, bool allOk) {
     lc.table.twoShotMaxBytes = agreedTwoShotMaxBytes(lc.nRanks, s.smArch, s.agreedTwoShotOverride,
                                                      lc.table.oneShotMaxBytes, lc.launchTemplate.layout.slotBytes);
     lc.eligible = true;
-    lc.reason = "Lamport one-shot up to " + std::to_string(lc.table.oneShotMaxBytes) + " bytes" + ctaCapNote(lc.maxCtas);
+    lc.reason = eligibleReason(lc);
   } else {
     // A failed exchange may have left its all-gather stuck on the device, and freeing the
     // workspace (unmapping) would wait for it, with the communicator still "in progress" for the

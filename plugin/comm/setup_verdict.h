@@ -13,8 +13,12 @@ namespace nccl_lamport {
  *  (layout) and two-shot override, or the reason in s.why. */
 void decideFromRecords(SetupState& s);
 
-/** What an eligible communicator's reason adds for a CTA cap of maxCtas blocks ("" for none). */
+/** What an eligible communicator's reason and ON line add for a cap of maxCtas blocks per launch
+ *  ("" for none; plugin/comm/cta_cap.h). */
 std::string ctaCapNote(int maxCtas);
+
+/** An eligible communicator's reason: its crossover and its block cap. */
+std::string eligibleReason(const LamportComm& lc);
 
 /** Fills in the final verdict on s.lc (eligible or not, the reason, the routing table and the
  *  launch template; frees the resources of a communicator that stays on NCCL, but for a failed

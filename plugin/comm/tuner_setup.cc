@@ -258,14 +258,16 @@ bool bindCommToTunerSetUp(ncclComm_t comm) {
   if (lc->rank < 0) lc->rank = lc->ncclRank;
   if (lc->cudaDev < 0) lc->cudaDev = device;  // a set-up that never got a device (multi-node)
   // The init's config.maxCTAs, noted under the handle by its hooked wrapper (plugin/comm/cta_cap.h),
-  // where NCCL_MAX_CTAS did not already set the cap: it caps the grid only, since the crossover
-  // was agreed inside the tuner's init, which cannot see the config.
-  const int configCap = takeCtaCap(comm);
-  if (lc->maxCtas == 0 && configCap > 0) {
-    lc->maxCtas = configCap;
-    if (lc->eligible) {
-      lc->launchTemplate.maxBlocks = configCap;
-      lc->reason += ctaCapNote(configCap);
+  // combined with the variables as at any set-up (which saw the variables alone): it caps the
+  // grid only, since the crossover was agreed inside the tuner's init, which cannot see the config.
+  if (const int configCap = takeCtaCap(comm); configCap > 0) {
+    const int cap = effectiveCtaCap(configCap);
+    if (cap != lc->maxCtas) {
+      lc->maxCtas = cap;
+      if (lc->eligible) {
+        lc->launchTemplate.maxBlocks = cap;
+        lc->reason = eligibleReason(*lc);
+      }
     }
   }
   logCommVerdict(*lc);  // the first line that can name the handle

@@ -3,6 +3,7 @@
 
 #include <nvtx3/nvToolsExt.h>
 
+#include <cerrno>
 #include <cstdlib>
 
 namespace nccl_lamport {
@@ -23,7 +24,11 @@ const NcclNvtxNames& names() {
 }  // namespace
 
 bool nvtxDisabledBy(const char* value) {
-  return value != nullptr && strtoll(value, nullptr, 0) != 0;  // NCCL_PARAM(NvtxDisable, ..., 0)
+  // NCCL_PARAM(NvtxDisable, ..., 0): empty or out of range keeps the default (on).
+  if (value == nullptr || *value == '\0') return false;
+  errno = 0;
+  const long long disable = strtoll(value, nullptr, 0);
+  return errno == 0 && disable != 0;
 }
 
 AllReduceNvtxRange::AllReduceNvtxRange() {

@@ -256,6 +256,7 @@ TEST(Nvtx, NcclNvtxDisableIsAnIntegerInBaseZero) {
   EXPECT_TRUE(nvtxDisabledBy("0x2"));
   EXPECT_FALSE(nvtxDisabledBy("0"));
   EXPECT_FALSE(nvtxDisabledBy(""));
+  EXPECT_FALSE(nvtxDisabledBy("99999999999999999999"));  // out of range: NCCL keeps its default, on
 }
 
 TEST(PointerChecks, FollowNcclsVariables) {

@@ -69,6 +69,8 @@ TEST(CtaCap, TheChannelBoundIsReadAsNcclReadsIt) {
   EXPECT_EQ(channelCapFromEnvironment("0", nullptr), 1);
   EXPECT_EQ(channelCapFromEnvironment("many", nullptr), 1);
   EXPECT_EQ(channelCapFromEnvironment("500", nullptr), 64);
+  EXPECT_EQ(channelCapFromEnvironment("-2", "6"), 6);  // -2 is NCCL's "not set"
+  EXPECT_EQ(channelCapFromEnvironment("99999999999999999999", nullptr), 0);  // out of range: unset
 }
 
 // What NCCL runs at most: NCCL_MAX_CTAS replaces the config's cap, 64 (MAXCHANNELS) bounds any

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "plugin/comm/comm_registry.h"
+#include "plugin/comm/cta_cap.h"
 #include "plugin/comm/tuner_setup.h"
 #include "plugin/comm/workspace_setup.h"
 #include "tests/unit/setup_test_support.h"
@@ -83,6 +84,22 @@ TEST(TunerBind, AHandleWithoutItsOwnSetUpIsNotBoundToANeighboursSetUp) {
   EXPECT_EQ(own->commId, info.commId);
   nccl_lamport::CommRegistry::instance().remove(comms.comm(0));
   nccl_lamport::CommRegistry::instance().remove(comms.comm(1));
+}
+
+// Tuner activation: the init's config.maxCTAs reaches the communicator at its binding (noted under
+// the handle by the hooked init wrapper), combined as NCCL combines it: a value above 64 counts as
+// 64. Before (found by a review of session 18), the raw value was kept, and a limit from
+// NCCL_MAX_NCHANNELS made the binding ignore the config altogether.
+TEST(TunerBind, TheInitsBlockLimitIsCombinedAsNcclCombinesIt) {
+  TwoComms comms;
+  const auto info = infoFor(0x4343434343434343ull, 2);
+  nccl_lamport::setUpAtTunerInit(info, comms.slot(0));
+  nccl_lamport::noteCtaCap(comms.comm(0), 100);
+  const auto bound = bind(comms.comm(0));
+  ASSERT_NE(bound, nullptr);
+  EXPECT_EQ(bound->maxCtas, nccl_lamport::kNcclMaxChannels);
+  EXPECT_EQ(nccl_lamport::peekCtaCap(comms.comm(0)), 0) << "the note outlived the binding";
+  nccl_lamport::CommRegistry::instance().remove(comms.comm(0));
 }
 
 // Both recorded: each handle gets its own, whichever binds first, and after the first bind the
