@@ -1,7 +1,7 @@
 /* A stand-in NCCL 2.28 that loads its tuner the way NCCL does (src/plugin/tuner.cc, research/
  * tuner-activation.md 1): once per process under a mutex, dlopen(NCCL_TUNER_PLUGIN, RTLD_NOW |
  * RTLD_LOCAL), ncclTunerPlugin_v6 then _v5, init with &comm->tunerContext (a field near the end
- * of a 1.2 MB calloc'ed communicator, startMagic first) on the init's thread, finalize at destroy
+ * of a 1.2 MB calloc'ed communicator, startMagic first, endMagic last, as in NCCL) on the init's thread, finalize at destroy
  * and dlclose when the last communicator that holds it dies. Built with -fcf-protection=full, so
  * every entry starts with endbr64, as CET builds do. Each ncclX also exists as pnccl X (the
  * profiling aliases of NCCL >= 2.16.2). No GPU: ncclAllReduce only counts. */
@@ -25,7 +25,8 @@ struct FakeComm {
   int nRanks, rank, cudaDev;
   char body[1191552 - 24];  /* NCCL 2.30.7's offset of tunerContext */
   void* tunerContext;
-  char tail[8176];
+  char tail[8168];
+  uint64_t endMagic; /* NCCL's last field, the same value as startMagic (src/include/comm.h) */
 };
 
 typedef ncclResult_t (*InitFn)(void**, uint64_t, size_t, size_t, void*, void*, void*);
@@ -83,7 +84,7 @@ EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* out, int nranks, ncclUniqueId i
   if (out == NULL || nranks < 1) return ncclInvalidArgument;
   struct FakeComm* comm = calloc(1, sizeof(struct FakeComm));
   if (comm == NULL) return ncclSystemError;
-  comm->startMagic = kStartMagic;
+  comm->startMagic = comm->endMagic = kStartMagic;
   comm->nRanks = nranks;
   comm->rank = rank;
   uint64_t commHash = 0;
@@ -108,7 +109,7 @@ static ncclResult_t freeComm(ncclComm_t handle) {
     t->finalize(comm->tunerContext);
     unloadTuner();
   }
-  comm->startMagic = 0;
+  comm->startMagic = comm->endMagic = 0;
   free(comm);
   return ncclSuccess;
 }
