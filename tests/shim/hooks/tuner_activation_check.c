@@ -434,6 +434,11 @@ static void window(void) {
  * the extension API as ours. */
 static void twocopies(void) {
   ncclComm_t first = create(21); /* hooks the linked copy */
+  /* Bound first, so that the binding knows where a handle's own set-up lies: before any bind it
+   * takes the nearest set-up above a handle (checked for NCCL's magics in between), and which one
+   * is nearest depends on where the allocator put the two copies' communicators (an ASan build
+   * put the other copy's just below this one, and described it as OFF). */
+  CHECK(infoOf(first).known == 1, "the hooked copy's communicator is not described");
   void* copy = dlopen(STANDIN_NCCL_COPY, RTLD_NOW | RTLD_LOCAL);
   CHECK(copy != NULL, "second NCCL: %s", dlerror());
   ncclResult_t (*initRank)(ncclComm_t*, int, ncclUniqueId, int) = dlsym(copy, "ncclCommInitRank");
