@@ -1,11 +1,12 @@
 // The CTA cap of a communicator, from its config or NCCL_MAX_CTAS (see cta_cap.h).
 #include "plugin/comm/cta_cap.h"
 
-#include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
+
+#include "plugin/comm/nccl_settings.h"  // ncclIntegerParameter
 
 namespace nccl_lamport {
 
@@ -15,26 +16,10 @@ int ctaCapFromConfig(const ncclConfig_t* config) {
 }
 
 int ctaCapFromEnvironment(const char* value) {
-  if (value == nullptr) return 0;
-  char* end = nullptr;
-  errno = 0;
-  const long long cap = strtoll(value, &end, 0);
-  if (end == value || errno != 0 || cap <= 0) return 0;
+  long long cap = 0;
+  if (!ncclIntegerParameter(value, &cap) || cap <= 0) return 0;  // NCCL: "too low", ignored
   return cap > INT_MAX ? INT_MAX : static_cast<int>(cap);
 }
-
-namespace {
-
-/** NCCL's reading of an integer parameter (src/misc/param.cc ncclLoadParam): unset or empty, or
- *  out of range, is "not set"; other text is strtoll's value in base 0 (0 for no number). */
-bool ncclIntegerParameter(const char* text, long long* value) {
-  if (text == nullptr || *text == '\0') return false;
-  errno = 0;
-  *value = strtoll(text, nullptr, 0);
-  return errno == 0;
-}
-
-}  // namespace
 
 int channelCapFromEnvironment(const char* maxNchannels, const char* maxNrings) {
   // -2 is NCCL's "not set" for both (ncclMaxNchannels compares with it).

@@ -3,11 +3,19 @@
 
 #include <strings.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <sstream>
 #include <vector>
 
 namespace nccl_lamport {
+
+bool ncclIntegerParameter(const char* text, long long* value) {
+  if (text == nullptr || *text == '\0') return false;
+  errno = 0;
+  *value = strtoll(text, nullptr, 0);
+  return errno == 0;
+}
 
 std::string ncclP2pOffReason(const char* p2pDisable, const char* p2pLevel) {
   if (p2pDisable != nullptr && strtol(p2pDisable, nullptr, 0) == 1) {

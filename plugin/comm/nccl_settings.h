@@ -7,11 +7,19 @@
 //    NCCL_ALGO and NCCL_PROTO=Simple) relies on NCCL's order of summation at every size, which a
 //    Lamport kernel below the crossover would change.
 // Such a rank takes part in the set-up as not capable, so every rank keeps the communicator on NCCL.
+// Also here: the one reader of NCCL's integer parameters that the plugin's readings of NCCL's
+// variables share (block limits, NVTX, pointer checks).
 #pragma once
 
 #include <string>
 
 namespace nccl_lamport {
+
+/** NCCL's reading of one of its integer parameters (NCCL_PARAM, ncclLoadParam in NCCL 2.28's
+ *  src/misc/param.cc): false when `text` (the variable's value, nullptr when unset) is empty or
+ *  out of range, which leaves NCCL's default; else true with strtoll's value in base 0 in *value
+ *  (0 for text that is no number). */
+bool ncclIntegerParameter(const char* text, long long* value);
 
 /**
  * Why NCCL's settings rule out P2P between NVLink peers, or "" when they allow it.

@@ -3,8 +3,9 @@
 
 #include <nvtx3/nvToolsExt.h>
 
-#include <cerrno>
 #include <cstdlib>
+
+#include "plugin/comm/nccl_settings.h"  // ncclIntegerParameter
 
 namespace nccl_lamport {
 
@@ -24,11 +25,8 @@ const NcclNvtxNames& names() {
 }  // namespace
 
 bool nvtxDisabledBy(const char* value) {
-  // NCCL_PARAM(NvtxDisable, ..., 0): empty or out of range keeps the default (on).
-  if (value == nullptr || *value == '\0') return false;
-  errno = 0;
-  const long long disable = strtoll(value, nullptr, 0);
-  return errno == 0 && disable != 0;
+  long long disable = 0;  // NCCL_PARAM(NvtxDisable, ..., 0): not set keeps the default (on)
+  return ncclIntegerParameter(value, &disable) && disable != 0;
 }
 
 AllReduceNvtxRange::AllReduceNvtxRange() {

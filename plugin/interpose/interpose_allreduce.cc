@@ -23,6 +23,7 @@
 #include "plugin/comm/comm_registry.h"
 #include "plugin/comm/cuda_guards.h"
 #include "plugin/comm/deferred_setup.h"
+#include "plugin/comm/nccl_settings.h"
 #include "plugin/abi/export.h"
 #include "plugin/hooks/tuner_activation.h"
 #include "plugin/interpose/interpose_state.h"
@@ -175,11 +176,10 @@ bool pointerPassesNcclCheck(const LamportComm& lc, const void* ptr) {
 }  // namespace
 
 bool ncclChecksPointers(const char* checkPointers, const char* checkMode) {
-  // NCCL_CHECK_POINTERS is an integer parameter (NCCL's ncclParam: strtoll, base 0) that counts
-  // only as 1; NCCL_CHECK_MODE (NCCL 2.29+) DEBUG_LOCAL and DEBUG_GLOBAL check pointers too.
-  if (checkPointers != nullptr && checkPointers[0] != '\0' && std::strtoll(checkPointers, nullptr, 0) == 1) {
-    return true;
-  }
+  // NCCL_CHECK_POINTERS is an integer parameter that counts only as 1; NCCL_CHECK_MODE
+  // (NCCL 2.29+) DEBUG_LOCAL and DEBUG_GLOBAL check pointers too.
+  long long check = 0;
+  if (ncclIntegerParameter(checkPointers, &check) && check == 1) return true;
   return checkMode != nullptr && (strcasecmp(checkMode, "DEBUG_LOCAL") == 0 || strcasecmp(checkMode, "DEBUG_GLOBAL") == 0);
 }
 
