@@ -79,27 +79,27 @@ void setupWorkspaces(const std::vector<ncclComm_t>& comms, const SetupOptions& o
   for (ncclComm_t comm : comms) {
     // An aborted or revoked one is NCCL's alone; those created with it are set up all the same.
     if (comm == nullptr) continue;
-    // Taken here whatever happens next: registerIneligible, which takes a note itself, gets it back.
-    const int maxCtas = effectiveCtaCap(takeCtaCap(comm));
-    if (options.control != nullptr && options.control->stopped(comm)) continue;
+    if (options.control != nullptr && options.control->stopped(comm)) {
+      takeCtaCap(comm);  // never set up: its CTA-cap note goes
+      continue;
+    }
     auto s = std::make_unique<SetupState>();
     s->comm = comm;
     s->lc = std::make_unique<LamportComm>();
     s->lc->comm = comm;
     s->lc->nonBlocking = options.nonBlocking;
-    s->lc->maxCtas = maxCtas;
+    // registerIneligible takes the CTA-cap note itself; the note is taken below otherwise.
     if (REAL_NCCL(ncclCommUserRank)(comm, &s->lc->rank) != ncclSuccess ||
         REAL_NCCL(ncclCommCount)(comm, &s->lc->nRanks) != ncclSuccess ||
         REAL_NCCL(ncclCommCuDevice)(comm, &s->lc->cudaDev) != ncclSuccess) {
-      noteCtaCap(comm, maxCtas);
       registerIneligible(comm, "NCCL could not describe the communicator", options.nonBlocking);
       continue;
     }
     if (s->lc->nRanks < 2) {
-      noteCtaCap(comm, maxCtas);
       registerIneligible(comm, "single-rank communicator", options.nonBlocking);
       continue;
     }
+    s->lc->maxCtas = effectiveCtaCap(takeCtaCap(comm));
     states.push_back(std::move(s));
   }
 

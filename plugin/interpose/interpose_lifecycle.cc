@@ -115,16 +115,15 @@ void onChildCreated(ncclResult_t result, ncclComm_t parent, ncclComm_t* newcomm,
     const std::shared_ptr<LamportComm> lc = CommRegistry::instance().find(parent);
     ctaCap = lc != nullptr ? lc->maxCtas : peekCtaCap(parent);  // the latter: set-up not run yet
   }
-  // Tuner activation: the child was set up inside the tuner's init; no pending-child watch. Its
-  // cap is noted for the binding where NCCL has written the handle already.
-  if (tunerHooksInstalled()) {
-    const ncclComm_t child = __atomic_load_n(newcomm, __ATOMIC_ACQUIRE);
-    if (child != nullptr && (result == ncclSuccess || result == ncclInProgress)) noteCtaCap(child, ctaCap);
-    return;
-  }
   // NCCL 2.28 returns ncclSuccess or ncclInProgress here and writes the child later, from its own
   // thread: read it atomically (ThreadSanitizer saw the plain read race with that write).
   const ncclComm_t child = __atomic_load_n(newcomm, __ATOMIC_ACQUIRE);
+  // Tuner activation: the child was set up inside the tuner's init; no pending-child watch. Its
+  // cap is noted for the binding where NCCL has written the handle already.
+  if (tunerHooksInstalled()) {
+    if (child != nullptr && (result == ncclSuccess || result == ncclInProgress)) noteCtaCap(child, ctaCap);
+    return;
+  }
   if (result == ncclInProgress) blocking = false;  // NCCL's answer wins, as in onCommCreated
   if (!blocking && (result == ncclSuccess || result == ncclInProgress) && child == nullptr) {
     noteCtaCap(newcomm, ctaCap);
