@@ -1,7 +1,7 @@
-/* The one parser of boolean knobs (NCCL_LAMPORT_ENABLE, NCCL_LAMPORT_REQUIRE_NVLINK,
- * NCCL_LAMPORT_AUDIT_DEBUG). Plain C, header only: the LD_AUDIT module (plugin/loader/ld_audit.c)
- * runs in the loader's audit namespace with libc only and cannot link common/, yet must read its
- * switch exactly as the plugin does. */
+/* The one parser of boolean knobs (every knob of kind Switch or Bool in common/knobs.h). Plain C,
+ * header only: the LD_AUDIT module (plugin/loader/ld_audit.c) runs in the loader's audit
+ * namespace with libc only and cannot link common/, yet must read its switch exactly as the
+ * plugin does. */
 #ifndef NCCL_LAMPORT_COMMON_BOOL_KNOB_H_
 #define NCCL_LAMPORT_COMMON_BOOL_KNOB_H_
 
