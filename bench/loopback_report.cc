@@ -33,6 +33,10 @@ std::vector<LoopbackVariant> loopbackVariants(int nRanks, DType dtype) {
   v.push_back({"baseline", true, false, 0, false});
   v.push_back({"fast", false, false, 0, true});
   v.push_back({"fast-nopdl", false, false, 0, false});
+  // In CUDA's default memory-sync domain instead of the remote one NCCL's kernels use.
+  LoopbackVariant defaultDomain{"fast-domain0", false, false, 0, true};
+  defaultDomain.remoteSyncDomain = false;
+  v.push_back(defaultDomain);
   // The grid-strided kernel at every size (the default of session 4's call 3): what the single-pass
   // kernel, used where its grid holds the message, is worth.
   LoopbackVariant strided{"fast-strided", false, false, 0, true};
@@ -215,7 +219,8 @@ nlohmann::json loopbackJson(const LoopbackInfo& info, const std::vector<Loopback
     vs.push_back({{"name", v.name}, {"baseline", v.baseline}, {"twoShot", v.twoShot},
                   {"blockThreads", v.blockThreads}, {"pdl", v.pdl}, {"residencyShare", v.residencyShare},
                   {"triggerAfterWait", v.triggerAfterWait}, {"vectorsPerThread", v.vectorsPerThread},
-                  {"fastPass", v.fastPass}, {"minBlocksPerSm", v.minBlocksPerSm}});
+                  {"fastPass", v.fastPass}, {"minBlocksPerSm", v.minBlocksPerSm},
+                  {"remoteSyncDomain", v.remoteSyncDomain}});
   }
   doc["variants"] = vs;
   nlohmann::json rs = nlohmann::json::array();

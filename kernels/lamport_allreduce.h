@@ -224,6 +224,10 @@ struct LamportOneShotArgs {
                        // SM (a register cap through __launch_bounds__), bf16 at 2, 4 and 8 ranks,
                        // at most 256 data threads per block, fastPass kAuto
                        // (kernels/lamport_oneshot_variants.cu); else cudaErrorInvalidValue
+  int remoteSyncDomain;  // non-zero, on sm_90+: launch in CUDA's remote memory-synchronisation
+                         // domain, as NCCL 2.28 launches its own kernels there (NCCL_MEM_SYNC_DOMAIN,
+                         // default 1, src/enqueue.cc), so that a fence of ours does not wait for
+                         // the compute kernels' writes in the default domain; 0: the default domain
 };
 
 /**

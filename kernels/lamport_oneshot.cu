@@ -155,8 +155,8 @@ constexpr int kCachedDevices = 64;
 constexpr int kVariants = 3 * 2 * 4 * kKernelsPerSlot * kThreadSlots + 2 * 3 * kLamportFastShapeSlots * kThreadSlots;
 // Grid limit per (device, variant); 0 = not computed yet. Written once, read on every launch.
 std::atomic<int> gResidentBlocks[kCachedDevices][kVariants];
-// Per device: 0 = not queried yet, 1 = no PDL, 2 = PDL usable (deviceSupportsPdl).
-std::atomic<int> gPdlUsable[kCachedDevices];
+// Per device: 0 = not queried yet, else 1 + its LaunchFeature bits (deviceLaunchFeatures).
+std::atomic<int> gLaunchFeatures[kCachedDevices];
 
 /** Launch shape of one call: the kernel, its block size and whether it uses PDL. */
 struct LaunchShape {
@@ -251,31 +251,38 @@ LaunchShape fastPassShape(const LamportOneShotArgs& args, const LaunchShape& bas
   return shape;
 }
 
+/** What a launch on a device may use (deviceLaunchFeatures). */
+enum LaunchFeature : int {
+  kSyncDomains = 1,  // memory-synchronisation domains: sm_90+ (CUDA 12.0+)
+  kPdl = 2,          // programmatic dependent launch
+};
+
 /**
- * True when launches on `device` may be programmatic dependent ones: the device is sm_90+ AND the
+ * The LaunchFeature bits of `device`, cached per device. kPdl: the device is sm_90+ AND the
  * kernels it runs were compiled for a virtual architecture of 90 or more. griddepcontrol.wait is
  * compiled out below __CUDA_ARCH__ 900, so a build without sm_90+ code (e.g. only sm_80, JIT-
  * compiled from its PTX on an H100) has no wait, and a PDL launch of it could read sendbuff and
- * the rotation state before the previous kernel on the stream has finished. Cached per device.
+ * the rotation state before the previous kernel on the stream has finished.
  */
-bool deviceSupportsPdl(int device) {
+int deviceLaunchFeatures(int device) {
   if (device >= 0 && device < kCachedDevices) {
-    const int cached = gPdlUsable[device].load(std::memory_order_relaxed);
-    if (cached > 0) return cached == 2;
+    const int cached = gLaunchFeatures[device].load(std::memory_order_relaxed);
+    if (cached > 0) return cached - 1;
   }
   int major = 0;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return false;
-  bool usable = major >= 9;
-  if (usable) {
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return 0;
+  int features = 0;
+  if (major >= 9) {
+    features |= kSyncDomains;
     // Every kernel of the library comes from the same architecture list: one stands for all.
     cudaFuncAttributes attributes{};
     const OneShotKernel probe =
         selectKernel(LamportDataType::kFloat32, LamportReduceOp::kSum, 2, LamportKernelVariant::kFast);
-    usable = cudaFuncGetAttributes(&attributes, probe) == cudaSuccess && attributes.ptxVersion >= 90;
+    if (cudaFuncGetAttributes(&attributes, probe) == cudaSuccess && attributes.ptxVersion >= 90) features |= kPdl;
     cudaGetLastError();  // a failed query is not sticky; keep it from the caller's next check
   }
-  if (device >= 0 && device < kCachedDevices) gPdlUsable[device].store(usable ? 2 : 1, std::memory_order_relaxed);
-  return usable;
+  if (device >= 0 && device < kCachedDevices) gLaunchFeatures[device].store(features + 1, std::memory_order_relaxed);
+  return features;
 }
 
 /**
@@ -410,21 +417,26 @@ cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t st
     shape = fastPassShape(args, shape, pass);
   }
   if (!chosen) blocks = gridBlocks(args, shape, device, &resident);
-  cudaLaunchAttribute attribute[1];
+  cudaLaunchAttribute attribute[2];
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(static_cast<unsigned>(blocks));
   config.blockDim = dim3(static_cast<unsigned>(shape.blockThreads));
   config.dynamicSmemBytes = shape.dynamicSmemBytes;
   config.stream = stream;
-  config.attrs = nullptr;
+  config.attrs = attribute;
   config.numAttrs = 0;
-  if (args.variant != LamportKernelVariant::kBaseline && args.disablePdl == 0 && deviceSupportsPdl(device)) {
+  const int features = deviceLaunchFeatures(device);
+  if (args.variant != LamportKernelVariant::kBaseline && args.disablePdl == 0 && (features & kPdl) != 0) {
     // The kernel may start while the previous one on the stream still runs; its
     // griddepcontrol.wait holds every thread until that one has completed and flushed.
-    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute[0].val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = attribute;
-    config.numAttrs = 1;
+    attribute[config.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[config.numAttrs++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (args.remoteSyncDomain != 0 && (features & kSyncDomains) != 0) {
+    // Stream order still holds across domains (CUDA flushes at the kernel boundary); what changes
+    // is that a fence of ours orders only this domain's traffic, NCCL's kernels' included.
+    attribute[config.numAttrs].id = cudaLaunchAttributeMemSyncDomain;
+    attribute[config.numAttrs++].val.memSyncDomain = cudaLaunchMemSyncDomainRemote;
   }
   if (args.variant != LamportKernelVariant::kBaseline) {
     // The kernel reads 0 = early, anything else = late: pass exactly 0 or 1 (a copy only where the
@@ -469,7 +481,7 @@ cudaError_t lamportPrepareKernels(int nRanks) {
   int device = 0;
   const cudaError_t deviceErr = cudaGetDevice(&device);
   if (deviceErr != cudaSuccess) return deviceErr;
-  (void)deviceSupportsPdl(device);
+  (void)deviceLaunchFeatures(device);
   for (LamportDataType datatype : {LamportDataType::kFloat32, LamportDataType::kFloat16, LamportDataType::kBFloat16}) {
     for (LamportReduceOp op : {LamportReduceOp::kSum, LamportReduceOp::kAvg}) {
       for (LamportKernelVariant variant :

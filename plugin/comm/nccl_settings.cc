@@ -17,6 +17,17 @@ bool ncclIntegerParameter(const char* text, long long* value) {
   return errno == 0;
 }
 
+bool ncclUsesRemoteSyncDomain(const char* value) {
+  long long domain = 1;
+  if (!ncclIntegerParameter(value, &domain)) return true;
+  return domain != 0;
+}
+
+bool processUsesRemoteSyncDomain() {
+  static const bool remote = ncclUsesRemoteSyncDomain(getenv("NCCL_MEM_SYNC_DOMAIN"));
+  return remote;
+}
+
 std::string ncclP2pOffReason(const char* p2pDisable, const char* p2pLevel) {
   if (p2pDisable != nullptr && strtol(p2pDisable, nullptr, 0) == 1) {
     return std::string("NCCL_P2P_DISABLE=") + p2pDisable + " turns NCCL's P2P off";

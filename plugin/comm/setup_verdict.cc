@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "kernels/lamport_allreduce.h"
 #include "plugin/comm/comm_teardown.h"
+#include "plugin/comm/nccl_settings.h"
 #include "plugin/comm/workspace_setup.h"
 #include "tuner/routing.h"
 
@@ -30,6 +31,7 @@ void fillLaunchTemplate(LamportComm& lc, uint64_t timeoutMs) {
   args.timeoutNs = timeoutMs * 1000000ull;
   args.variant = globalConfig().baselineKernel ? LamportKernelVariant::kBaseline : LamportKernelVariant::kFast;
   args.maxBlocks = lc.maxCtas;  // NCCL's block limit, plugin/comm/cta_cap.h (0: the launcher's own bound)
+  args.remoteSyncDomain = processUsesRemoteSyncDomain() ? 1 : 0;  // where NCCL's kernels run
 }
 
 }  // namespace

@@ -281,6 +281,7 @@ class World {
     a.triggerAfterWait = triggerAfterWait;
     a.fastPass = fastPass;
     a.minBlocksPerSm = minBlocksPerSm;
+    a.remoteSyncDomain = remoteSyncDomain;
     return a;
   }
 
@@ -317,6 +318,7 @@ class World {
   int triggerAfterWait = 0;  // kFast/kTwoShot: 0 = the launcher's choice, > 0 late, < 0 early
   LamportFastPass fastPass = LamportFastPass::kAuto;  // kFast (A/B passes: bf16 only)
   int minBlocksPerSm = 0;                             // kFast A/B register cap (bf16 only)
+  int remoteSyncDomain = 0;                           // CUDA's remote memory-sync domain (the plugin's default)
   uint64_t timeoutNs = 20ull * 1000 * 1000 * 1000;  // a bug fails the test instead of hanging it
   std::vector<SimRank> ranks;
   uint32_t* errorHost = nullptr;

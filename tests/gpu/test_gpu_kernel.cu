@@ -353,6 +353,28 @@ TEST(GpuLamportOneShot, InPlaceClearHandsOverToTheOtherKernels) {
   }
 }
 
+// The plugin launches in CUDA's remote memory-sync domain, as NCCL launches its own kernels: every
+// kernel stays correct there, and next to launches in the default domain on the same rotation.
+TEST(GpuLamportOneShot, RemoteSyncDomainLaunchesStayCorrect) {
+  SKIP_WITHOUT_GPU();
+  for (int nRanks : {2, 4}) {
+    World w;
+    ASSERT_NO_FATAL_FAILURE(w.init(nRanks, kIoBytes));
+    std::mt19937 rng(static_cast<unsigned>(777 + nRanks));
+    for (LamportKernelVariant variant : {LamportKernelVariant::kFast, LamportKernelVariant::kBaseline,
+                                         LamportKernelVariant::kTwoShot}) {
+      if (variant == LamportKernelVariant::kTwoShot && nRanks < 4) continue;
+      w.variant = variant;
+      for (int domain : {1, 0, 1}) {
+        w.remoteSyncDomain = domain;
+        ASSERT_NO_FATAL_FAILURE(runBatch(w, randomCalls(6, rng, kSlotBytes / 4), rng))
+            << nRanks << " ranks, variant " << static_cast<int>(variant) << ", remote domain " << domain;
+      }
+    }
+    w.expectNoErrors();
+  }
+}
+
 TEST(GpuLamportOneShot, BackToBackRotation2000Calls) {
   SKIP_WITHOUT_GPU();
   World w;

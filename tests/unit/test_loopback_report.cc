@@ -34,6 +34,20 @@ TEST(LoopbackReport, VariantsStartWithTheBaselineAndNamesAreUnique) {
   }
 }
 
+// The default kernel is timed as the plugin launches it (CUDA's remote memory-sync domain, as NCCL's
+// kernels), the baseline as it was launched on 2026-12-01, and one A/B variant in the default domain.
+TEST(LoopbackReport, OnlyTheBaselineAndOneAbVariantLeaveTheRemoteSyncDomain) {
+  for (int n : {2, 4, 8}) {
+    int defaultDomain = 0;
+    for (const LoopbackVariant& x : loopbackVariants(n)) {
+      if (x.baseline || !x.remoteSyncDomain) ++defaultDomain;
+      if (x.name == "fast") EXPECT_TRUE(x.remoteSyncDomain);
+      if (x.name == "fast-domain0") EXPECT_FALSE(x.remoteSyncDomain);
+    }
+    EXPECT_EQ(defaultDomain, 2) << n << " ranks";
+  }
+}
+
 TEST(LoopbackReport, RatioIsBaselineOverVariant) {
   EXPECT_DOUBLE_EQ(loopbackRatio(3.0, 1.5), 2.0);
   EXPECT_TRUE(std::isnan(loopbackRatio(LoopbackRow::kNaN, 1.0)));

@@ -96,6 +96,26 @@ TEST(NcclAllReduceChoice, TheReasonNamesTheVariableAndItsValue) {
   EXPECT_EQ(ncclAllReduceChoiceReason("NCCL_PROTO", "Simple").find("NCCL_PROTO=Simple"), 0u);
 }
 
+TEST(NcclMemSyncDomain, RemoteUnlessTheVariableReadsZero) {
+  EXPECT_TRUE(nccl_lamport::ncclUsesRemoteSyncDomain(nullptr));  // NCCL's default, 1
+  EXPECT_TRUE(nccl_lamport::ncclUsesRemoteSyncDomain(""));       // empty: NCCL keeps its default
+  EXPECT_TRUE(nccl_lamport::ncclUsesRemoteSyncDomain("1"));
+  EXPECT_FALSE(nccl_lamport::ncclUsesRemoteSyncDomain("0"));
+  EXPECT_FALSE(nccl_lamport::ncclUsesRemoteSyncDomain("0x0"));   // base 0, as NCCL
+  EXPECT_FALSE(nccl_lamport::ncclUsesRemoteSyncDomain("off"));   // no number: strtoll's 0
+  EXPECT_TRUE(nccl_lamport::ncclUsesRemoteSyncDomain("2"));      // CUDA refuses it for NCCL; remote here
+  EXPECT_TRUE(nccl_lamport::ncclUsesRemoteSyncDomain("99999999999999999999"));  // out of range: the default
+}
+
+// Read once, as NCCL reads its parameters (unset in this binary at the first call: remote).
+TEST(NcclMemSyncDomain, TheProcessReadsTheVariableOnce) {
+  unsetenv("NCCL_MEM_SYNC_DOMAIN");
+  EXPECT_TRUE(nccl_lamport::processUsesRemoteSyncDomain());
+  setenv("NCCL_MEM_SYNC_DOMAIN", "0", 1);
+  EXPECT_TRUE(nccl_lamport::processUsesRemoteSyncDomain());
+  unsetenv("NCCL_MEM_SYNC_DOMAIN");
+}
+
 // The process's reading comes from its environment (this binary's only reader): NCCL_P2P_* at the
 // first call, kept; NCCL_ALGO / NCCL_PROTO at every call.
 TEST(NcclSettings, TheProcessReadsP2pOnceAndTheAlgorithmEveryTime) {
