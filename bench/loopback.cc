@@ -121,7 +121,7 @@ class LoopbackWorld {
     a.vectorsPerThread = v.vectorsPerThread;
     a.fastPass = static_cast<LamportFastPass>(v.fastPass);
     a.minBlocksPerSm = v.minBlocksPerSm;
-    a.remoteSyncDomain = !v.baseline && v.remoteSyncDomain ? 1 : 0;
+    a.remoteSyncDomain = v.remoteSyncDomain ? 1 : 0;
     // All N ranks' grids (and, with PDL, each stream's early-launched next grid) must be resident
     // at once, or a rank waits on a peer's block that cannot get an SM. kFast and the two-shot
     // take a share of the device per launch, counted for the kernel the launcher picks (the

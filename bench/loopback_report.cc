@@ -30,7 +30,9 @@ std::string padLeft(const std::string& text, size_t width) {
 
 std::vector<LoopbackVariant> loopbackVariants(int nRanks, DType dtype) {
   std::vector<LoopbackVariant> v;
-  v.push_back({"baseline", true, false, 0, false});
+  LoopbackVariant baseline{"baseline", true, false, 0, false};
+  baseline.remoteSyncDomain = false;  // launched as on 2026-12-01
+  v.push_back(baseline);
   v.push_back({"fast", false, false, 0, true});
   v.push_back({"fast-nopdl", false, false, 0, false});
   // In CUDA's default memory-sync domain instead of the remote one NCCL's kernels use.

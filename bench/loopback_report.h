@@ -32,8 +32,9 @@ struct LoopbackVariant {
   int vectorsPerThread = 0;  // kFast A/B shape (LamportOneShotArgs): 0 = shipped (1); bf16 only
   int fastPass = 0;          // kFast: a LamportFastPass value, 0 = the launcher's choice (kAuto)
   int minBlocksPerSm = 0;    // kFast A/B register cap (LamportOneShotArgs): 0 = none; bf16 only
-  bool remoteSyncDomain = true;  // kFast/kTwoShot: CUDA's remote memory-sync domain, as the plugin
-                                 // launches by default (NCCL_MEM_SYNC_DOMAIN); the baseline never
+  bool remoteSyncDomain = true;  // CUDA's remote memory-sync domain, as the plugin launches by
+                                 // default (NCCL_MEM_SYNC_DOMAIN); loopbackVariants leaves the
+                                 // baseline and fast-domain0 in the default domain
 };
 
 /**

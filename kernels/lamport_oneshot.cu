@@ -258,7 +258,8 @@ enum LaunchFeature : int {
 };
 
 /**
- * The LaunchFeature bits of `device`, cached per device. kPdl: the device is sm_90+ AND the
+ * The LaunchFeature bits of `device`, cached per device; 0, not cached, when the device cannot be
+ * queried (device -1 included). kPdl: the device is sm_90+ AND the
  * kernels it runs were compiled for a virtual architecture of 90 or more. griddepcontrol.wait is
  * compiled out below __CUDA_ARCH__ 900, so a build without sm_90+ code (e.g. only sm_80, JIT-
  * compiled from its PTX on an H100) has no wait, and a PDL launch of it could read sendbuff and
@@ -417,7 +418,7 @@ cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t st
     shape = fastPassShape(args, shape, pass);
   }
   if (!chosen) blocks = gridBlocks(args, shape, device, &resident);
-  cudaLaunchAttribute attribute[2];
+  cudaLaunchAttribute attribute[2] = {};
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(static_cast<unsigned>(blocks));
   config.blockDim = dim3(static_cast<unsigned>(shape.blockThreads));
@@ -432,12 +433,14 @@ cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t st
     attribute[config.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attribute[config.numAttrs++].val.programmaticStreamSerializationAllowed = 1;
   }
+#if CUDART_VERSION >= 12000
   if (args.remoteSyncDomain != 0 && (features & kSyncDomains) != 0) {
     // Stream order still holds across domains (CUDA flushes at the kernel boundary); what changes
     // is that a fence of ours orders only this domain's traffic, NCCL's kernels' included.
     attribute[config.numAttrs].id = cudaLaunchAttributeMemSyncDomain;
     attribute[config.numAttrs++].val.memSyncDomain = cudaLaunchMemSyncDomainRemote;
   }
+#endif
   if (args.variant != LamportKernelVariant::kBaseline) {
     // The kernel reads 0 = early, anything else = late: pass exactly 0 or 1 (a copy only where the
     // caller's value differs, e.g. 0 = the launcher's choice, or -1 = always early).

@@ -24,8 +24,8 @@ bool ncclIntegerParameter(const char* text, long long* value);
 /** Whether NCCL_MEM_SYNC_DOMAIN (`value`, nullptr when unset) puts NCCL's kernels in CUDA's remote
  *  memory-sync domain, where our launches then go too (LamportOneShotArgs::remoteSyncDomain). NCCL
  *  2.28 (src/enqueue.cc) reads it as an integer parameter, default 1 (cudaLaunchMemSyncDomainRemote),
- *  and passes it to CUDA on sm_90+: 0 is the default domain. Any other value, which CUDA would
- *  refuse for NCCL's own launches, counts as remote here. */
+ *  and passes it to CUDA on sm_90+ unchecked: 0 is the default domain. Any other value counts as
+ *  remote here. */
 bool ncclUsesRemoteSyncDomain(const char* value);
 
 /** ncclUsesRemoteSyncDomain for this process's NCCL_MEM_SYNC_DOMAIN, read at the first call and

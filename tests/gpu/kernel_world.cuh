@@ -128,6 +128,7 @@ struct CallSpec {
   size_t recvOffset = 0;
   bool inPlace = false;  // sendbuff = recvbuff (+ recvOffset)
   Values values = Values::kRandom;
+  int remoteSyncDomain = -1;  // this call's LamportOneShotArgs::remoteSyncDomain; -1: the World's
 
   std::string name() const {
     return std::string(typeName(type)) + (op == LamportReduceOp::kSum ? " sum" : " avg") +
@@ -281,7 +282,7 @@ class World {
     a.triggerAfterWait = triggerAfterWait;
     a.fastPass = fastPass;
     a.minBlocksPerSm = minBlocksPerSm;
-    a.remoteSyncDomain = remoteSyncDomain;
+    a.remoteSyncDomain = c.remoteSyncDomain >= 0 ? c.remoteSyncDomain : remoteSyncDomain;
     return a;
   }
 
@@ -318,7 +319,8 @@ class World {
   int triggerAfterWait = 0;  // kFast/kTwoShot: 0 = the launcher's choice, > 0 late, < 0 early
   LamportFastPass fastPass = LamportFastPass::kAuto;  // kFast (A/B passes: bf16 only)
   int minBlocksPerSm = 0;                             // kFast A/B register cap (bf16 only)
-  int remoteSyncDomain = 0;                           // CUDA's remote memory-sync domain (the plugin's default)
+  int remoteSyncDomain = 0;  // non-zero: CUDA's remote memory-sync domain (the plugin's default); 0 keeps
+                            // the other kernel tests in the default domain; CallSpec may override it
   uint64_t timeoutNs = 20ull * 1000 * 1000 * 1000;  // a bug fails the test instead of hanging it
   std::vector<SimRank> ranks;
   uint32_t* errorHost = nullptr;

@@ -354,9 +354,14 @@ TEST(GpuLamportOneShot, InPlaceClearHandsOverToTheOtherKernels) {
 }
 
 // The plugin launches in CUDA's remote memory-sync domain, as NCCL launches its own kernels: every
-// kernel stays correct there, and next to launches in the default domain on the same rotation.
+// kernel stays correct there, also when consecutive calls on a stream alternate between the two
+// domains (with PDL between them), and the launch really carries the domain (a captured kernel
+// node keeps it).
 TEST(GpuLamportOneShot, RemoteSyncDomainLaunchesStayCorrect) {
   SKIP_WITHOUT_GPU();
+  int major = 0;
+  CUDA_ASSERT(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  if (major < 9) GTEST_SKIP() << "memory-sync domains need sm_90+; the launcher leaves the attribute out below";
   for (int nRanks : {2, 4}) {
     World w;
     ASSERT_NO_FATAL_FAILURE(w.init(nRanks, kIoBytes));
@@ -365,13 +370,41 @@ TEST(GpuLamportOneShot, RemoteSyncDomainLaunchesStayCorrect) {
                                          LamportKernelVariant::kTwoShot}) {
       if (variant == LamportKernelVariant::kTwoShot && nRanks < 4) continue;
       w.variant = variant;
-      for (int domain : {1, 0, 1}) {
-        w.remoteSyncDomain = domain;
-        ASSERT_NO_FATAL_FAILURE(runBatch(w, randomCalls(6, rng, kSlotBytes / 4), rng))
-            << nRanks << " ranks, variant " << static_cast<int>(variant) << ", remote domain " << domain;
-      }
+      std::vector<CallSpec> calls = randomCalls(8, rng, kSlotBytes / 4);
+      for (size_t i = 0; i < calls.size(); ++i) calls[i].remoteSyncDomain = static_cast<int>(i % 2);
+      ASSERT_NO_FATAL_FAILURE(runBatch(w, calls, rng)) << nRanks << " ranks, variant " << static_cast<int>(variant);
     }
     w.expectNoErrors();
+  }
+  World w;
+  ASSERT_NO_FATAL_FAILURE(w.init(2, kIoBytes));
+  CUDA_ASSERT(cudaSetDevice(w.ranks[0].device));
+  for (int domain : {0, 1}) {
+    CallSpec c;
+    c.count = 64;
+    c.remoteSyncDomain = domain;
+    cudaGraph_t graph = nullptr;
+    CUDA_ASSERT(cudaStreamBeginCapture(w.ranks[0].stream, cudaStreamCaptureModeThreadLocal));
+    const cudaError_t launched = launchLamportOneShot(w.args(0, w.ranks[0].send, w.ranks[0].recv, c), w.ranks[0].stream);
+    CUDA_ASSERT(cudaStreamEndCapture(w.ranks[0].stream, &graph));
+    ASSERT_EQ(launched, cudaSuccess);
+    size_t nodes = 0;
+    CUDA_ASSERT(cudaGraphGetNodes(graph, nullptr, &nodes));
+    std::vector<cudaGraphNode_t> all(nodes);
+    CUDA_ASSERT(cudaGraphGetNodes(graph, all.data(), &nodes));
+    int kernels = 0;
+    for (cudaGraphNode_t node : all) {
+      cudaGraphNodeType type{};
+      CUDA_ASSERT(cudaGraphNodeGetType(node, &type));
+      if (type != cudaGraphNodeTypeKernel) continue;
+      ++kernels;
+      cudaLaunchAttributeValue value{};
+      CUDA_ASSERT(cudaGraphKernelNodeGetAttribute(node, cudaLaunchAttributeMemSyncDomain, &value));
+      EXPECT_EQ(value.memSyncDomain, domain != 0 ? cudaLaunchMemSyncDomainRemote : cudaLaunchMemSyncDomainDefault)
+          << "remoteSyncDomain " << domain;
+    }
+    EXPECT_EQ(kernels, 1);
+    CUDA_ASSERT(cudaGraphDestroy(graph));
   }
 }
 

@@ -107,13 +107,13 @@ TEST(NcclMemSyncDomain, RemoteUnlessTheVariableReadsZero) {
   EXPECT_TRUE(nccl_lamport::ncclUsesRemoteSyncDomain("99999999999999999999"));  // out of range: the default
 }
 
-// Read once, as NCCL reads its parameters (unset in this binary at the first call: remote).
+// Read once, as NCCL reads its parameters (this test is the binary's only reader, and ctest runs
+// each test in a process of its own).
 TEST(NcclMemSyncDomain, TheProcessReadsTheVariableOnce) {
-  unsetenv("NCCL_MEM_SYNC_DOMAIN");
-  EXPECT_TRUE(nccl_lamport::processUsesRemoteSyncDomain());
   setenv("NCCL_MEM_SYNC_DOMAIN", "0", 1);
-  EXPECT_TRUE(nccl_lamport::processUsesRemoteSyncDomain());
+  EXPECT_FALSE(nccl_lamport::processUsesRemoteSyncDomain());
   unsetenv("NCCL_MEM_SYNC_DOMAIN");
+  EXPECT_FALSE(nccl_lamport::processUsesRemoteSyncDomain()) << "read again";
 }
 
 // The process's reading comes from its environment (this binary's only reader): NCCL_P2P_* at the
