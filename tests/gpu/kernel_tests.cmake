@@ -15,7 +15,8 @@ gtest_discover_tests(test_lamport_primitives
   PROPERTIES LABELS cpu SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]"
   DISCOVERY_TIMEOUT 60)
 
-add_executable(test_gpu_kernel ${CMAKE_CURRENT_LIST_DIR}/test_gpu_kernel.cu ${CMAKE_CURRENT_LIST_DIR}/test_gpu_kernel_residency.cu)
+add_executable(test_gpu_kernel ${CMAKE_CURRENT_LIST_DIR}/test_gpu_kernel.cu ${CMAKE_CURRENT_LIST_DIR}/test_gpu_kernel_residency.cu
+  ${CMAKE_CURRENT_LIST_DIR}/test_gpu_kernel_validation.cu)
 target_link_libraries(test_gpu_kernel PRIVATE lamport_kernels CUDA::cudart_static GTest::gtest_main)
 gtest_discover_tests(test_gpu_kernel
   PROPERTIES LABELS gpu SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]"
