@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <iterator>
 #include <ostream>
-#include <utility>
 #include <sstream>
+#include <utility>
+
+#include "bench/result_file.h"
 
 #ifndef NCCL_LAMPORT_VERSION
 #define NCCL_LAMPORT_VERSION "unknown"
@@ -42,9 +44,9 @@ bool parseSeed(const std::string& text, uint64_t* out) {
 }
 
 constexpr const char* kDescription =
-    "nccl-lamport-bench: allreduce time per call of stock NCCL, NCCL's symmetric kernels (where the\n"
-    "NCCL has them) and nccl-lamport, in one run, one process per local GPU, eager and CUDA-graph\n"
-    "timing, every result checked against an fp64 reference.\n"
+    "nccl-lamport-bench: allreduce time per call of stock NCCL, NCCL's symmetric kernels (where\n"
+    "the NCCL has them) and nccl-lamport, in one run, one process per local GPU, eager and\n"
+    "CUDA-graph timing, every result checked against an fp64 reference.\n"
     "Times are microseconds per call: the median over --reps repetitions on each rank, then the\n"
     "maximum over ranks. The table goes to stdout, progress to stderr.\n";
 
@@ -54,17 +56,17 @@ constexpr const char* kFooter =
     "\n"
     "Exit status:\n"
     "  0  every size measured and every check passed (also after --help, --version)\n"
-    "  1  a check failed, a rank failed or timed out, a --csv/--json/--tune file could not be written,\n"
-    "     or --tune measured nothing (no size took the Lamport path)\n"
+    "  1  a check failed, a rank failed or timed out, a --csv/--json/--tune file could not be\n"
+    "     written, or --tune measured nothing (no size took the Lamport path)\n"
     "  2  bad options (also: two outputs naming one file, --tune with 1 rank or with\n"
-    "     --csv/--json/--plot, --plot, --gpus, --timeout or --no-symmetric with --loopback),\n"
-    "     or no CUDA GPU to run on\n"
+    "     --csv/--json/--plot, --plot, --gpus, --timeout or --no-symmetric with --loopback,\n"
+    "     an output path that cannot be written), or no CUDA GPU to run on\n"
     "\n"
     "Examples:\n"
     "  nccl-lamport-bench                                  all local GPUs, 8 bytes to 16 MiB\n"
     "  nccl-lamport-bench --max-bytes 1M --mode graph --json out.json --plot out.png\n"
     "  nccl-lamport-bench --tune lamport-tuning.json       measure the crossovers of this machine\n"
-    "  nccl-lamport-bench --loopback 2                     kernel speed on one GPU (no NVLink hop)\n";
+    "  nccl-lamport-bench --loopback 2                     kernel speed on one GPU (no NVLink)\n";
 
 constexpr size_t kNameColumn = 30;  // option names; descriptions start here
 constexpr size_t kTextColumns = 62;  // descriptions wrap here: 92 columns in all
@@ -252,11 +254,18 @@ int parseCommandLine(const std::vector<std::string>& argv, BenchOptions* opt, st
       {"--csv", &opt->csvPath}, {"--json", &opt->jsonPath}, {"--plot", &opt->plotPath}, {"--tune", &opt->tunePath}};
   for (size_t i = 0; i < std::size(outputs); ++i) {
     for (size_t j = i + 1; j < std::size(outputs); ++j) {
-      if (!outputs[i].second->empty() && *outputs[i].second == *outputs[j].second) {
+      if (!outputs[i].second->empty() && !outputs[j].second->empty() &&
+          sameResultPath(*outputs[i].second, *outputs[j].second)) {
         return bad(std::string(outputs[i].first) + " and " + outputs[j].first + " name the same file " +
                    *outputs[i].second);
       }
     }
+  }
+  // Checked now: a run of minutes must not end with a result it cannot write.
+  for (const auto& [name, path] : outputs) {
+    if (path->empty()) continue;
+    const std::string problem = resultPathProblem(*path);
+    if (!problem.empty()) return bad(std::string(name) + " " + *path + ": " + problem);
   }
   if (opt->loopback > 0 && graphCalls->count() == 0) opt->graphCalls = 50;  // SPEC 8: chains of 50
   return -1;

@@ -216,10 +216,12 @@ int runTune(BenchOptions opt, const std::vector<SizeSpec>& sizes, const RunInfo&
     std::fprintf(stderr, "nccl-lamport-bench: --tune: %s; no tuning file written\n", problem.c_str());
     return kExitFailed;
   }
+  // The result first: a file that cannot be written after all (a full disk) loses no measurement.
+  std::printf("# tune (%s timing): one-shot up to %zu bytes, two-shot up to %zu bytes\n",
+              mode == kGraphMode ? "graph" : "eager", entry.oneShotMaxBytes, entry.twoShotMaxBytes);
+  std::fflush(stdout);
   if (!writeResultFile(opt.tunePath, formatTuningFile(entry), "tuning")) return kExitFailed;
-  std::printf("# tune (%s timing): one-shot up to %zu bytes, two-shot up to %zu bytes; written to %s\n",
-              mode == kGraphMode ? "graph" : "eager", entry.oneShotMaxBytes, entry.twoShotMaxBytes,
-              opt.tunePath.c_str());
+  std::printf("# tune: written to %s\n", opt.tunePath.c_str());
   return kExitOk;
 }
 

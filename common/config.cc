@@ -80,8 +80,14 @@ template <>
 void parseKnob<KnobKind::Ms>(const KnobInfo& knob, const char* text, uint64_t* value) {
   uint64_t number = 0;
   if (!parseUnsigned(text, &number)) {
-    warnBad(knob.variable, text, "a number of milliseconds");
-    return;
+    // Digits only, too many for 64 bits: a user who means "wait for ever" gets the longest wait
+    // (clamped with a WARN, as for any value above the maximum), not the 10-minute default.
+    const bool digitsOnly = text[0] != '\0' && std::strspn(text, "0123456789") == std::strlen(text);
+    if (!digitsOnly) {
+      warnBad(knob.variable, text, "a number of milliseconds");
+      return;
+    }
+    number = std::numeric_limits<uint64_t>::max();
   }
   acceptInRange(knob, text, number, value);
 }

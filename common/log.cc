@@ -138,7 +138,9 @@ LogSettings parseLogSettings(const char* ncclDebug, const char* ncclDebugSubsys)
       if (strcasecmp(ncclDebug, levelName(level)) == 0) settings.level = level;
     }
   }
-  if (ncclDebugSubsys != nullptr && ncclDebugSubsys[0] != '\0') {
+  // Set but empty is an empty list, as NCCL reads it (src/debug.cc: the mask starts at 0, or at
+  // all bits after '^', and no token changes it): no INFO line of any subsystem.
+  if (ncclDebugSubsys != nullptr) {
     const char* list = ncclDebugSubsys;
     bool invert = false;
     if (list[0] == '^') {

@@ -104,11 +104,15 @@ CrossoverOverrides crossoverOverrides(const std::string& tuningPath, int nRanks,
     result.oneShotMaxBytes = entry.oneShotMaxBytes != 0 ? entry.oneShotMaxBytes : kLamportVectorBytes;
   }
   if (result.twoShotMaxBytes == 0) result.twoShotMaxBytes = entry.twoShotMaxBytes;
+  // The file's values as written, then what is taken (a *_MAX_BYTES knob wins over the file).
   LAMPORT_INFO(kSubsysInit | kSubsysEnv,
-               "NCCL_LAMPORT_TUNING_FILE=%s: %d ranks sm_%d: one-shot up to %zu bytes, two-shot up to %zu bytes "
-               "(measured %s; before rounding up to 16-byte multiples and the workspace clamp)",
-               tuningPath.c_str(), nRanks, smArch, result.oneShotMaxBytes, result.twoShotMaxBytes,
-               entry.date.empty() ? "on an unknown date" : entry.date.c_str());
+               "NCCL_LAMPORT_TUNING_FILE=%s: %d ranks sm_%d, measured %s: one-shot up to %zu bytes, two-shot up to "
+               "%zu bytes; taken: one-shot up to %zu bytes%s, two-shot up to %zu bytes%s (before rounding up to "
+               "16-byte multiples and the workspace clamp)",
+               tuningPath.c_str(), nRanks, smArch, entry.date.empty() ? "on an unknown date" : entry.date.c_str(),
+               entry.oneShotMaxBytes, entry.twoShotMaxBytes, result.oneShotMaxBytes,
+               envOneShot != 0 ? " (NCCL_LAMPORT_ONESHOT_MAX_BYTES)" : "", result.twoShotMaxBytes,
+               envTwoShot != 0 ? " (NCCL_LAMPORT_TWOSHOT_MAX_BYTES)" : "");
   return result;
 }
 

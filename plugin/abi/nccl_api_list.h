@@ -1,8 +1,8 @@
 // The NCCL 2.28 public API that libnccl-lamport.so forwards unchanged to the real NCCL, as an
 // X-macro: X(return type, name, (parameters), (arguments)).
 //
-// Together with the wrapped functions (plugin/interpose/interpose_*.cc: ncclAllReduce, the communicator
-// lifecycle, ncclCommRevoke and the group calls) this is every function of nccl.h that has a
+// Together with the wrapped functions (plugin/abi/wrapped_api_list.h, defined in
+// plugin/interpose/interpose_*.cc) this is every function of nccl.h that has a
 // pnccl twin, so a program that dlopens us in NCCL's place and looks any of them up by handle
 // finds it (tests/check_shared_object.sh compares the export list with nccl.h). The
 // signatures are copied from nccl.h; the compiler checks each definition against the header's

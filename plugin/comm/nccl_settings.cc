@@ -17,6 +17,12 @@ bool ncclIntegerParameter(const char* text, long long* value) {
   return errno == 0;
 }
 
+int ncclCommBlockingOverride(const char* text) {
+  long long value = -1;
+  if (!ncclIntegerParameter(text, &value)) return -1;
+  return value == 0 || value == 1 ? static_cast<int>(value) : -1;
+}
+
 bool ncclUsesRemoteSyncDomain(const char* value) {
   long long domain = 1;
   if (!ncclIntegerParameter(value, &domain)) return true;

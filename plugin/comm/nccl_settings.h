@@ -21,8 +21,13 @@ namespace nccl_lamport {
  *  (0 for text that is no number). */
 bool ncclIntegerParameter(const char* text, long long* value);
 
+/** NCCL_COMM_BLOCKING as NCCL 2.28 applies it (src/init.cc: NCCL_PARAM CommBlocking, used only
+ *  when 0 or 1): 0 or 1 when `text` (nullptr when unset) overrides every config's blocking, -1
+ *  when it does not. Text that is no number reads as 0, as in NCCL. */
+int ncclCommBlockingOverride(const char* text);
+
 /** Whether NCCL_MEM_SYNC_DOMAIN (`value`, nullptr when unset) puts NCCL's kernels in CUDA's remote
- *  memory-sync domain, where our launches then go too (LamportOneShotArgs::remoteSyncDomain). NCCL
+ *  memory-sync domain, where our launches then go too (LamportAllReduceArgs::remoteSyncDomain). NCCL
  *  2.28 (src/enqueue.cc) reads it as an integer parameter, default 1 (cudaLaunchMemSyncDomainRemote),
  *  and passes it to CUDA on sm_90+ unchecked: 0 is the default domain. Any other value counts as
  *  remote here. */

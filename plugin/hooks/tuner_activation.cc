@@ -8,6 +8,7 @@
 
 #include "plugin/comm/tuner_setup.h"
 #include "plugin/comm/comm_registry.h"
+#include "plugin/abi/wrapped_api_list.h"
 #include "plugin/hooks/entry_hooks.h"
 #include "common/log.h"
 #include "plugin/loader/real_nccl.h"
@@ -18,12 +19,8 @@ namespace nccl_lamport {
 
 namespace {
 
-// The wrappers the hooks lead to: the functions plugin/interpose_*.cc export.
-constexpr const char* kHookedFunctions[] = {
-    "ncclAllReduce",   "ncclCommInitRank",      "ncclCommInitRankConfig", "ncclCommInitRankScalable",
-    "ncclCommInitAll", "ncclCommSplit",         "ncclCommShrink",         "ncclCommFinalize",
-    "ncclCommDestroy", "ncclCommAbort",         "ncclCommRevoke",         "ncclCommGetAsyncError",
-    "ncclGroupStart",  "ncclGroupEnd",          "ncclGroupSimulateEnd"};
+// The wrappers the hooks lead to: the functions plugin/interpose/interpose_*.cc export.
+constexpr const char* kHookedFunctions[] = {NCCL_LAMPORT_WRAPPED_API(NCCL_LAMPORT_WRAPPED_NAME)};
 
 std::mutex gMutex;
 TunerHooksState gState = TunerHooksState::kNotTried;

@@ -19,6 +19,7 @@
 #include "plugin/comm/comm_teardown.h"
 #include "common/config.h"
 #include "plugin/comm/deferred_setup.h"
+#include "plugin/comm/nccl_settings.h"
 #include "plugin/abi/export.h"
 #include "plugin/hooks/tuner_activation.h"
 #include "plugin/interpose/interpose_state.h"
@@ -49,11 +50,8 @@ thread_local std::vector<ncclComm_t*> tChildSlotsInGroup;
  * init; a split or shrink without a config copies its parent's).
  */
 bool isBlocking(const ncclConfig_t* config, bool whenNoConfig) {
-  if (const char* env = getenv("NCCL_COMM_BLOCKING")) {
-    char* end = nullptr;
-    const long long value = strtoll(env, &end, 0);  // NCCL parses its parameters so
-    if (end != env && (value == 0 || value == 1)) return value == 1;
-  }
+  const int forced = ncclCommBlockingOverride(getenv("NCCL_COMM_BLOCKING"));
+  if (forced >= 0) return forced == 1;
   if (config == nullptr) return whenNoConfig;
   if (config->version < NCCL_VERSION(2, 14, 0) || config->blocking == NCCL_CONFIG_UNDEF_INT) return true;
   return config->blocking != 0;

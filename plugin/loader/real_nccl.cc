@@ -2,11 +2,13 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <cstring>
 #include <string>
 
+#include "plugin/abi/wrapped_api_list.h"
 #include "plugin/loader/audit_protocol.h"
 #include "common/config.h"
 #include "common/log.h"
@@ -132,6 +134,12 @@ void* openSkippingSelf(const char* name, int flags, bool* sawSelf) {
 // NCCL_LAMPORT_NCCL_PATH is the only candidate when set: a user who names a library does not want
 // another one picked behind their back (and tests use a missing path to mean "no NCCL").
 void* openConfiguredPath(const std::string& path) {
+  // dlopen of a FIFO waits for a writer for ever: only a regular file (or a link to one) is tried.
+  struct stat st {};
+  if (path.find('/') != std::string::npos && stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    LAMPORT_WARN("NCCL_LAMPORT_NCCL_PATH=%s is not a regular file: not loaded", path.c_str());
+    return nullptr;
+  }
   void* handle = dlopen(path.c_str(), kOwnLoadFlags);
   if (isOwnHandle(handle) && path.find('/') == std::string::npos) {
     // A bare name (NCCL_LAMPORT_NCCL_PATH=libnccl.so.2) that is ours because the LD_AUDIT module
@@ -272,11 +280,7 @@ std::atomic<void*> gHookedHandle{nullptr};
 // gHookedHandle a Dekker pair (sequentially consistent): useHookedNccl stores the handle, then
 // reads this; resolveRealNccl stores this, then reads the handle. One of them sees the other.
 std::atomic<bool> gHookableResolvedUnhooked{false};
-constexpr const char* kHookable[] = {
-    "ncclAllReduce",       "ncclCommInitRank",      "ncclCommInitRankConfig", "ncclCommInitRankScalable",
-    "ncclCommInitAll",     "ncclCommSplit",         "ncclCommShrink",         "ncclCommFinalize",
-    "ncclCommDestroy",     "ncclCommAbort",         "ncclCommRevoke",         "ncclCommGetAsyncError",
-    "ncclGroupStart",      "ncclGroupEnd",          "ncclGroupSimulateEnd"};
+constexpr const char* kHookable[] = {NCCL_LAMPORT_WRAPPED_API(NCCL_LAMPORT_WRAPPED_NAME)};
 constexpr size_t kHookableCount = sizeof(kHookable) / sizeof(kHookable[0]);
 void* gHookedOriginal[kHookableCount] = {};
 

@@ -89,9 +89,10 @@ get_filename_component(_nccl_dir ${NCCL_LIBRARY} DIRECTORY)
 set(_nccl_env "LD_LIBRARY_PATH=${_nccl_dir}" "NCCL_DEBUG=WARN")
 
 foreach(_case LoadsLibncclByNameWhenNoneIsLoaded UsesAnNcclInTheGlobalScope FindsAnNcclLoadedLocally
-              OldNcclWithoutProfilingApi ConfiguredPathIsTheOnlyCandidate GlobalScopeResolvesFromOneLibrary)
+              OldNcclWithoutProfilingApi ConfiguredPathIsTheOnlyCandidate GlobalScopeResolvesFromOneLibrary
+              AConfiguredPathThatIsNoRegularFileIsNotOpened)
   add_test(NAME shim_real_nccl.${_case} COMMAND test_real_nccl --gtest_filter=RealNccl.${_case})
-  set_tests_properties(shim_real_nccl.${_case} PROPERTIES LABELS cpu ENVIRONMENT "${_nccl_env}"
+  set_tests_properties(shim_real_nccl.${_case} PROPERTIES LABELS cpu ENVIRONMENT "${_nccl_env}" TIMEOUT 60
                        FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
 endforeach()
 

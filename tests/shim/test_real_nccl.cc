@@ -3,6 +3,8 @@
 // (tests/shim/shim_tests.cmake registers one ctest per test with --gtest_filter); run together they
 // skip themselves.
 #include <dlfcn.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
 
@@ -128,6 +130,22 @@ TEST(RealNccl, ConfiguredPathIsTheOnlyCandidate) {
   EXPECT_TRUE(logged("NCCL_LAMPORT_NCCL_PATH=/nonexistent/libnccl.so.2 does not load")) << allLines();
   EXPECT_TRUE(logged("no NCCL library found")) << allLines();
   EXPECT_STREQ(nccl_lamport::ncclErrorText(ncclInternalError), "unknown NCCL error");
+}
+
+// A FIFO named by NCCL_LAMPORT_NCCL_PATH is refused, not opened: dlopen would wait for a writer for
+// ever (ctest's timeout fails the test if it does).
+TEST(RealNccl, AConfiguredPathThatIsNoRegularFileIsNotOpened) {
+  RUN_ALONE();
+  char dir[] = "/tmp/lamport-real-nccl-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string fifo = std::string(dir) + "/libnccl.so.2";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  setenv("NCCL_LAMPORT_NCCL_PATH", fifo.c_str(), 1);
+  EXPECT_EQ(nccl_lamport::resolveRealNccl("ncclGetVersion"), nullptr);
+  EXPECT_TRUE(logged("NCCL_LAMPORT_NCCL_PATH=" + fifo + " is not a regular file")) << allLines();
+  EXPECT_FALSE(libncclLoaded());
+  unlink(fifo.c_str());
+  rmdir(dir);
 }
 
 // Another copy of nccl-lamport named by NCCL_LAMPORT_NCCL_PATH is no NCCL (it exports no

@@ -119,6 +119,26 @@ TEST(BenchCli, CombinationsThatWouldDoSomethingElseThanAskedAreRefused) {
   EXPECT_EQ(parse({"--csv", "r.csv", "--json", "r.json", "--plot", "r.png"}).status, -1);
 }
 
+// A result path that cannot be written is refused before anything is measured (a --tune run of
+// minutes lost its crossovers that way), and "a" and "./a" are the same file.
+TEST(BenchCli, OutputPathsThatCannotBeWrittenAreRefusedBeforeTheRun) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* said;  // in the error line
+  };
+  for (const Case& c : {Case{{"--tune", "/nonexistent-lamport-dir/t.json"}, "folder /nonexistent-lamport-dir"},
+                        Case{{"--csv", "/nonexistent-lamport-dir/r.csv"}, "--csv /nonexistent-lamport-dir/r.csv"},
+                        Case{{"--json", "/tmp"}, "is a folder"},
+                        Case{{"--loopback", "2", "--json", "/nonexistent-lamport-dir/l.json"}, "--json"},
+                        Case{{"--csv", "same.csv", "--json", "./same.csv"}, "name the same file"}}) {
+    const Parsed p = parse(c.args);
+    EXPECT_EQ(p.status, kExitUsage) << c.said;
+    EXPECT_NE(p.err.find(c.said), std::string::npos) << p.err;
+  }
+  EXPECT_EQ(parse({"--csv", "/dev/stdout"}).status, -1) << "a device file is written in place";
+  EXPECT_EQ(parse({"--tune", "/tmp/lamport-cli-test-new.json"}).status, -1) << "a new file in a writable folder";
+}
+
 // --loopback runs in this process on GPU 0 with its own per-call kernel timeout: --gpus, --timeout
 // and --no-symmetric would be dropped without a word (a --timeout 60 run could still take hours).
 TEST(BenchCli, OptionsLoopbackWouldIgnoreAreRefused) {
@@ -141,6 +161,9 @@ TEST(BenchCli, HelpExitsZeroOnStdout) {
 
 TEST(BenchCli, HelpIsReadable) {
   const std::string help = helpText();
+  // 92 columns at most (the width the option descriptions are wrapped to).
+  std::istringstream helpLines(help);
+  for (std::string line; std::getline(helpLines, line);) EXPECT_LE(line.size(), 92u) << line;
   // No CLI11 type placeholders such as INT:INT, INT or FLOAT: every value is named for its unit.
   EXPECT_FALSE(std::regex_search(help, std::regex(R"(\b(INT|UINT|FLOAT|TEXT)\b)"))) << help;
   EXPECT_EQ(help.find("INT:INT"), std::string::npos);

@@ -202,5 +202,16 @@ TEST(BenchFiles, AFailedWriteLeavesTheOlderFileWhole) {
   EXPECT_EQ(readAll(path), "new\n");
 }
 
+TEST(BenchFiles, PathProblemsNameTheirReason) {
+  const std::string dir = scratchDir();
+  EXPECT_EQ(resultPathProblem(dir + "/new.json"), "");
+  EXPECT_EQ(resultPathProblem(dir), "is a folder");
+  EXPECT_NE(resultPathProblem(dir + "/missing/new.json").find("No such file or directory"), std::string::npos);
+  ASSERT_TRUE(writeResultFile(dir + "/file", "x\n", "CSV"));
+  EXPECT_NE(resultPathProblem(dir + "/file/new.json").find("is not a folder"), std::string::npos);
+  EXPECT_TRUE(sameResultPath(dir + "/a.csv", dir + "/./a.csv"));
+  EXPECT_FALSE(sameResultPath(dir + "/a.csv", dir + "/b.csv"));
+}
+
 }  // namespace
 }  // namespace nccl_lamport::bench

@@ -102,7 +102,8 @@ TEST_F(LogTest, LevelsInAnyCase) {
 
 TEST_F(LogTest, SubsystemLists) {
   EXPECT_EQ(parseLogSettings("INFO", nullptr).subsysMask, kDefaultMask);
-  EXPECT_EQ(parseLogSettings("INFO", "").subsysMask, kDefaultMask);
+  EXPECT_EQ(parseLogSettings("INFO", "").subsysMask, 0u) << "set but empty: no subsystem, as in NCCL";
+  EXPECT_EQ(parseLogSettings("INFO", "^").subsysMask, ~uint64_t{0}) << "every subsystem";
   EXPECT_EQ(parseLogSettings("INFO", "INIT").subsysMask, kSubsysInit);
   EXPECT_EQ(parseLogSettings("INFO", "tuning").subsysMask, kSubsysTuning);
   EXPECT_EQ(parseLogSettings("INFO", "INIT,COLL").subsysMask, kSubsysInit | kSubsysColl);

@@ -96,6 +96,26 @@ TEST(NcclAllReduceChoice, TheReasonNamesTheVariableAndItsValue) {
   EXPECT_EQ(ncclAllReduceChoiceReason("NCCL_PROTO", "Simple").find("NCCL_PROTO=Simple"), 0u);
 }
 
+TEST(NcclCommBlocking, OnlyZeroOrOneOverridesTheConfig) {
+  using nccl_lamport::ncclCommBlockingOverride;
+  EXPECT_EQ(ncclCommBlockingOverride(nullptr), -1);
+  EXPECT_EQ(ncclCommBlockingOverride(""), -1) << "empty is unset, as in NCCL";
+  EXPECT_EQ(ncclCommBlockingOverride("1"), 1);
+  EXPECT_EQ(ncclCommBlockingOverride("0"), 0);
+  EXPECT_EQ(ncclCommBlockingOverride("0x1"), 1) << "base 0, as strtoll";
+  EXPECT_EQ(ncclCommBlockingOverride("2"), -1);
+  EXPECT_EQ(ncclCommBlockingOverride("-1"), -1);
+  EXPECT_EQ(ncclCommBlockingOverride("99999999999999999999"), -1) << "out of range: NCCL's default";
+}
+
+TEST(NcclCommBlocking, TextThatIsNoNumberIsZeroAsInNccl) {
+  // NCCL's ncclLoadParam takes strtoll's value without looking at where it stopped: "false"
+  // makes every communicator non-blocking there, so it must here too.
+  EXPECT_EQ(nccl_lamport::ncclCommBlockingOverride("false"), 0);
+  EXPECT_EQ(nccl_lamport::ncclCommBlockingOverride("yes"), 0);
+  EXPECT_EQ(nccl_lamport::ncclCommBlockingOverride("1abc"), 1);
+}
+
 TEST(NcclMemSyncDomain, RemoteUnlessTheVariableReadsZero) {
   EXPECT_TRUE(nccl_lamport::ncclUsesRemoteSyncDomain(nullptr));  // NCCL's default, 1
   EXPECT_TRUE(nccl_lamport::ncclUsesRemoteSyncDomain(""));       // empty: NCCL keeps its default

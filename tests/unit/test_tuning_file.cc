@@ -131,6 +131,19 @@ TEST_F(TuningFileTest, KnobsWinOverTheFile) {
   EXPECT_EQ(o.twoShotMaxBytes, size_t{4} << 20);
 }
 
+TEST_F(TuningFileTest, TheInfoLineQuotesTheFileAndNamesTheKnobThatWins) {
+  const std::string path = write(kGood);
+  LogCapture info(kLogInfo);
+  (void)crossoverOverrides(path, 8, 90, 64 * kKiB, 0);
+  const std::vector<std::string> lines = LogCapture::linesWith("NCCL_LAMPORT_TUNING_FILE=");
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("one-shot up to 262144 bytes, two-shot up to 4194304 bytes; taken: one-shot up to "
+                          "65536 bytes (NCCL_LAMPORT_ONESHOT_MAX_BYTES), two-shot up to 4194304 bytes ("),
+            std::string::npos)
+      << lines[0];
+  EXPECT_NE(lines[0].find("measured 2026-12-02T03:40:00Z"), std::string::npos) << lines[0];
+}
+
 TEST_F(TuningFileTest, ZeroOneShotMeansTheSmallestSlotNotTheBuiltIn) {
   const std::string path = write(R"({"version": 1, "nRanks": 2, "smArch": 90, "oneShotMaxBytes": 0, "twoShotMaxBytes": 0})");
   EXPECT_EQ(crossoverOverrides(path, 2, 90, 0, 0).oneShotMaxBytes, 16u);
