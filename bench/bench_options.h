@@ -62,9 +62,7 @@ struct SizeSpec {
 /** The most sizes one run measures (the shared results area is sized for it). */
 constexpr int kMaxSizes = 256;
 
-/** Byte counts use the knobs' syntax (common/byte_size.h): parseByteSize / formatByteSize. This
- *  name stays for the loopback report. */
-[[nodiscard]] inline std::string formatBytesShort(size_t bytes) { return formatByteSize(bytes); }
+// Byte counts use the knobs' syntax (common/byte_size.h): parseByteSize / formatByteSize.
 
 /**
  * The sweep: minBytes, minBytes*factor, ... up to maxBytes, each rounded down to whole elements

@@ -98,8 +98,8 @@ class LoopbackWorld {
 
  public:
   /** The launch args of rank r for one call of variant v. */
-  LamportOneShotArgs args(int r, const LoopbackVariant& v, size_t count, DType dtype, ReduceOp op) const {
-    LamportOneShotArgs a{};
+  LamportAllReduceArgs args(int r, const LoopbackVariant& v, size_t count, DType dtype, ReduceOp op) const {
+    LamportAllReduceArgs a{};
     a.sendbuff = ranks_[r].send;
     a.recvbuff = ranks_[r].recv;
     a.count = count;
@@ -127,7 +127,7 @@ class LoopbackWorld {
     // take a share of the device per launch, counted for the kernel the launcher picks (the
     // single-pass one holds more blocks); the baseline a block count.
     if (v.baseline) {
-      a.maxBlocks = std::max(1, lamportOneShotResidentBlocks(a) / nRanks_);
+      a.maxBlocks = std::max(1, lamportAllReduceResidentBlocks(a) / nRanks_);
     } else {
       const int grids = v.pdl ? 2 * nRanks_ : nRanks_;
       a.residencyShare = std::max(v.residencyShare > 0 ? v.residencyShare : kLamportResidencyShare, grids);
@@ -137,7 +137,7 @@ class LoopbackWorld {
 
   void launchAll(const LoopbackVariant& v, size_t count, DType dtype, ReduceOp op) {
     for (int r = 0; r < nRanks_; ++r) {
-      BENCH_CUDA(launchLamportOneShot(args(r, v, count, dtype, op), ranks_[r].stream));
+      BENCH_CUDA(launchLamportAllReduce(args(r, v, count, dtype, op), ranks_[r].stream));
     }
   }
 
@@ -219,15 +219,15 @@ class LoopbackWorld {
     syncAll();
     for (int r = 0; r < nRanks_; ++r) {
       Rank& k = ranks_[r];
-      const LamportOneShotArgs a = args(r, v, size.count, o.dtype, o.op);
+      const LamportAllReduceArgs a = args(r, v, size.count, o.dtype, o.op);
       BENCH_CUDA(cudaStreamBeginCapture(k.stream, cudaStreamCaptureModeThreadLocal));
       for (int i = 0; i < o.graphCalls; ++i) {
-        const cudaError_t err = launchLamportOneShot(a, k.stream);
+        const cudaError_t err = launchLamportAllReduce(a, k.stream);
         if (err != cudaSuccess) {
           cudaGraph_t broken = nullptr;
           (void)cudaStreamEndCapture(k.stream, &broken);
           if (broken != nullptr) (void)cudaGraphDestroy(broken);
-          checkCuda(err, "launchLamportOneShot (capture)");
+          checkCuda(err, "launchLamportAllReduce (capture)");
         }
       }
       cudaGraph_t graph = nullptr;

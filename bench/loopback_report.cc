@@ -159,7 +159,7 @@ std::string formatLoopbackTable(const std::vector<LoopbackVariant>& variants, co
     head += "  check\n";
     out += head;
     for (const LoopbackRow& row : rows) {
-      std::string line = " " + padLeft(formatBytesShort(row.bytes), 10) + padLeft(mode, 7);
+      std::string line = " " + padLeft(formatByteSize(row.bytes), 10) + padLeft(mode, 7);
       const std::vector<double>& us = graph ? row.graphUs : row.eagerUs;
       for (size_t i = 0; i < variants.size(); ++i) line += padLeft(formatNumber("%.2f", i < us.size() ? us[i] : LoopbackRow::kNaN), width);
       for (size_t i = 1; i < variants.size(); ++i) {

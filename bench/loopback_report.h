@@ -2,7 +2,7 @@
 // JSON). Host code only, no CUDA: covered by the CPU tests.
 //
 // Loopback = N ranks as N streams of one process on ONE GPU, real workspaces, the real kernels and
-// launch function (launchLamportOneShot), no NCCL (NCCL refuses two ranks on one GPU). The
+// launch function (launchLamportAllReduce), no NCCL (NCCL refuses two ranks on one GPU). The
 // "peer" stores land in local HBM, so there is no NVLink hop: absolute times are below the
 // multi-GPU ones, but kernel and launch changes move both alike (SPEC section 8).
 #pragma once
@@ -29,9 +29,9 @@ struct LoopbackVariant {
   int residencyShare = 0;  // kFast: 1/share of the device per launch; 0 = the launcher's default
   int triggerAfterWait = 0;  // kFast/kTwoShot, PDL's launch_dependents: 0 = the launcher's choice,
                              // > 0 = only after the waits (late), < 0 = early
-  int vectorsPerThread = 0;  // kFast A/B shape (LamportOneShotArgs): 0 = shipped (1); bf16 only
+  int vectorsPerThread = 0;  // kFast A/B shape (LamportAllReduceArgs): 0 = shipped (1); bf16 only
   int fastPass = 0;          // kFast: a LamportFastPass value, 0 = the launcher's choice (kAuto)
-  int minBlocksPerSm = 0;    // kFast A/B register cap (LamportOneShotArgs): 0 = none; bf16 only
+  int minBlocksPerSm = 0;    // kFast A/B register cap (LamportAllReduceArgs): 0 = none; bf16 only
   bool remoteSyncDomain = true;  // CUDA's remote memory-sync domain, as the plugin launches by
                                  // default (NCCL_MEM_SYNC_DOMAIN); loopbackVariants leaves the
                                  // baseline and fast-domain0 in the default domain

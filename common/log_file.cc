@@ -305,6 +305,5 @@ void logFileHandOff(NcclDebugLogger logger) {
   }
 }
 
-void flushPendingLogLinesForTest() { writePendingAtExit(); }
 
 }  // namespace nccl_lamport

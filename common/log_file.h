@@ -79,7 +79,4 @@ void logFileCheckpoint();
  */
 void logFileHandOff(NcclDebugLogger logger);
 
-/** Writes the pending lines as at exit (tests; the exit handler does the same). */
-void flushPendingLogLinesForTest();
-
 }  // namespace nccl_lamport

@@ -34,7 +34,7 @@ enum LamportError : uint32_t { kLamportOk = 0, kLamportTimedOut = 1, kLamportAbo
  *              and rotation update on a dedicated control warp (one acq_rel atomic per block, no
  *              fence on a data thread); the abort flag read by one lane per warp; one vector
  *              per data thread at a time (more, with all their polls in flight together, are
- *              A/B shapes: LamportOneShotArgs::vectorsPerThread); 128 data threads per block by
+ *              A/B shapes: LamportAllReduceArgs::vectorsPerThread); 128 data threads per block by
  *              default, 256 from 128 KB (lamportDefaultDataThreads); at most 1/kLamportResidencyShare of the device per launch (issue 10.1),
  *              the late PDL trigger above 1/kLamportEarlyTriggerShare of it.
  *   kBaseline: 512-thread blocks, full-residency grid, no PDL, fence + atomic arrival on thread 0
@@ -109,7 +109,7 @@ constexpr int kLamportFastWideBlockThreads = 256;
 constexpr size_t kLamportWideBlockMinBytes = size_t{128} * 1024;
 
 /**
- * Data threads per block of a launch whose LamportOneShotArgs::blockThreads is 0: for a kFast
+ * Data threads per block of a launch whose LamportAllReduceArgs::blockThreads is 0: for a kFast
  * (one-shot) message of messageBytes, kLamportFastWideBlockThreads from kLamportWideBlockMinBytes
  * on, else kLamportFastSmallBlockThreads; the two-shot always kLamportFastSmallBlockThreads (the
  * wide blocks are not measured for it). Host code, no CUDA call.
@@ -156,7 +156,7 @@ constexpr LamportFastPass lamportAutoFastPass(bool onePassFits, bool onePassLate
 
 /**
  * Whether a kFast / kTwoShot launch of `blocks` blocks, on a device that holds `residentBlocks`
- * of them at once, uses the late PDL trigger (LamportOneShotArgs::triggerAfterWait): requested > 0
+ * of them at once, uses the late PDL trigger (LamportAllReduceArgs::triggerAfterWait): requested > 0
  * always, requested < 0 never, requested == 0 when the grid is more than
  * 1/kLamportEarlyTriggerShare of the device (the co-residency argument of kLamportResidencyShare).
  * Host code, no CUDA call.
@@ -172,8 +172,8 @@ constexpr int lamportKernelTriggerArg(int requested, size_t blocks, int resident
   return lamportUseLateTrigger(requested, blocks, residentBlocks) ? 1 : 0;
 }
 
-/** Everything one one-shot launch needs; passed by value to the kernel. */
-struct LamportOneShotArgs {
+/** Everything one allreduce launch needs (one-shot or two-shot); passed by value to the kernel. */
+struct LamportAllReduceArgs {
   const void* sendbuff;  // count elements, any alignment; may equal recvbuff
   void* recvbuff;        // count elements, any alignment
   size_t count;          // elements; count * elementSize <= layout.slotBytes (kTwoShot: see below)
@@ -192,7 +192,7 @@ struct LamportOneShotArgs {
                                        // 0 = wait without a time limit (abort still works)
   int maxBlocks;  // 0: the launcher sizes the grid; > 0 caps it (the kernel grid-strides). Tests
                   // that put several ranks on one GPU use it so all ranks' blocks are resident.
-  LamportKernelVariant variant;  // kFast (0, default) or kBaseline
+  LamportKernelVariant variant;  // kFast (0, default), kBaseline or kTwoShot
   int blockThreads;  // kFast/kTwoShot: data threads per block, 0 = lamportDefaultDataThreads
                      // (128, or 256 for a kFast message of 128 KB or more); 32..512, a multiple of 32
                      // (one more warp is added for the arrival). kBaseline: must be 0 (always 512)
@@ -238,17 +238,17 @@ struct LamportOneShotArgs {
  * rank out of range, null peer base, unknown datatype/op); these checks make no CUDA call.
  * count == 0 launches nothing and returns cudaSuccess (the rotation does not advance, on any rank).
  */
-cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t stream);
+cudaError_t launchLamportAllReduce(const LamportAllReduceArgs& args, cudaStream_t stream);
 
 /**
- * Blocks the launcher gives a one-shot launch of `args` (before maxBlocks): min(vectors / threads,
+ * Blocks the launcher gives a launch of `args` (before maxBlocks): min(vectors / threads,
  * the residency bound of the variant), for kFast the bound of its grid-strided kernel. The launcher
  * may give a kFast launch more blocks than this: the single-pass kernel (LamportFastPass), where its
  * own, larger bound holds the whole message (e.g. bf16 at 2 ranks on an H200, up to about 946 KB).
  * As a maxBlocks cap the value stays safe: the launch then takes a grid-strided kernel (kAuto:
  * the stash kernel). 0 for invalid args. Current device; cached like a launch.
  */
-int lamportOneShotGridBlocks(const LamportOneShotArgs& args);
+int lamportAllReduceGridBlocks(const LamportAllReduceArgs& args);
 
 /**
  * Blocks of the args' kernel variant (datatype, op, nRanks, variant, blockThreads; for kFast the
@@ -256,10 +256,10 @@ int lamportOneShotGridBlocks(const LamportOneShotArgs& args);
  * holds at once (occupancy x SMs, with lamportDynamicSmemBytes); 0 for invalid args. Cached per device and variant. To share one GPU between N grids of any
  * kFast kernel, set residencyShare >= N rather than maxBlocks from this count.
  */
-int lamportOneShotResidentBlocks(const LamportOneShotArgs& args);
+int lamportAllReduceResidentBlocks(const LamportAllReduceArgs& args);
 
 /**
- * Loads every one-shot kernel variant a communicator of nRanks may launch on the current device
+ * Loads every kernel (one-shot and two-shot) a communicator of nRanks may launch on the current device
  * and caches its grid limit, so no launch ever loads a module lazily (which is not allowed during
  * stream capture and may deadlock while another Lamport kernel spins). Call outside capture.
  */

@@ -1,4 +1,4 @@
-// Internal to kernels/: the kernel selectors the launcher (lamport_oneshot.cu) uses across
+// Internal to kernels/: the kernel selectors the launcher (lamport_launch.cu) uses across
 // translation units, so each kernel family is instantiated in its own file.
 #pragma once
 
@@ -7,7 +7,7 @@
 namespace nccl_lamport {
 
 /** Any Lamport allreduce kernel: one argument, the launch args, by value. */
-using LamportKernelFn = void (*)(const LamportOneShotArgs);
+using LamportKernelFn = void (*)(const LamportAllReduceArgs);
 
 /** The two-shot kernel for (datatype, op, nRanks); null for an unknown datatype or op. */
 LamportKernelFn selectTwoShotKernel(LamportDataType datatype, LamportReduceOp op, int nRanks);
@@ -23,10 +23,11 @@ LamportKernelFn selectTwoShotKernel(LamportDataType datatype, LamportReduceOp op
 constexpr int kLamportFastVectorsPerThread = 1;
 
 /**
- * A/B shapes of the kFast one-shot kernel per unrolled nRanks (lamport_oneshot_variants.cu): up to
- * 4 with more vectors per thread or a register cap, then the A/B passes: the single-pass kernel
+ * Grid-limit cache slots of the kFast one-shot A/B kernels per unrolled nRanks
+ * (lamport_oneshot_variants.cu), 1-based: slots 1..kLamportNoBarrierSlot - 1 hold the shapes with
+ * more vectors per thread or a register cap, then come the A/B passes: the single-pass kernel
  * without the block barrier (kLamportNoBarrierSlot) and the stash kernel that prefetches its
- * groups (kLamportPrefetchSlot).
+ * groups (kLamportPrefetchSlot, the last: kLamportFastShapeSlots slots in all).
  */
 constexpr int kLamportFastShapeSlots = 6;
 constexpr int kLamportNoBarrierSlot = 5;
@@ -35,8 +36,8 @@ constexpr int kLamportPrefetchSlot = 6;
 /**
  * The kFast one-shot A/B shape with vectorsPerThread vectors per data thread (0 = 1) and, where
  * minBlocksPerSm > 0, the launch bounds of that many 288-thread blocks per SM
- * (LamportOneShotArgs::vectorsPerThread, ::minBlocksPerSm), as lamport_oneshot_variants.cu
- * instantiates them (bf16, sum and avg, 2, 4 and 8 ranks). *slot gets 1..kLamportFastShapeSlots - 1
+ * (LamportAllReduceArgs::vectorsPerThread, ::minBlocksPerSm), as lamport_oneshot_variants.cu
+ * instantiates them (bf16, sum and avg, 2, 4 and 8 ranks). *slot gets 1..kLamportNoBarrierSlot - 1
  * (its index among the shapes of that nRanks, for the launcher's grid-limit cache). Null when that
  * shape is not built.
  */

@@ -66,6 +66,19 @@ LAMPORT_HD inline size_t LamportLayout::slotOffset(int buffer, int receiver, int
   return bufferOffset(buffer) + static_cast<size_t>(lamportSlotIndex(receiver, sender)) * slotBytes;
 }
 
+/** Most vectors (kLamportVectorBytes each) of one two-shot message in a workspace of nRanks ranks
+ *  and slots of slotBytes: its scatter and gather chunks, ceil(vectors / nRanks) vectors each, fit
+ *  together in one slot, and vector indices stay below 2^31 (the kernel counts them in
+ *  uint32_t). The one rule for the router (what it sends there) and the launcher (what it
+ *  accepts). 0 for nRanks < 2. */
+constexpr size_t lamportTwoShotMaxVectors(int nRanks, size_t slotBytes) {
+  constexpr size_t kMaxVectors = size_t{1} << 31;
+  const size_t chunkVectors = slotBytes / (2 * kLamportVectorBytes);
+  if (nRanks < 2) return 0;
+  return chunkVectors > kMaxVectors / static_cast<size_t>(nRanks) ? kMaxVectors
+                                                                   : chunkVectors * static_cast<size_t>(nRanks);
+}
+
 /** Rotation step shared by the kernel and the host model in tests: next buffer after `index`. */
 LAMPORT_HD inline uint32_t lamportNextBuffer(uint32_t index) { return (index + 1) % kLamportBufferCount; }
 /** The buffer a rank clears while round `index` is in flight (the previous round's). */

@@ -1,6 +1,6 @@
 // The default Lamport one-shot kernel (LamportKernelVariant::kFast). Same protocol, workspace and
-// rotation state as lamportOneShotKernel (lamport_oneshot.cuh, kept as kBaseline for A/B timing);
-// what differs is where the fixed cost goes (research/kernel-speed.md sections 1-3):
+// rotation state as lamportOneShotBaselineKernel (lamport_oneshot_baseline.cuh, kept as kBaseline
+// for A/B timing); what differs is where the fixed cost goes (research/kernel-speed.md sections 1-3):
 //
 //  - Programmatic dependent launch (sm_90+): every thread waits on griddepcontrol.wait before it
 //    reads the rotation state or sendbuff, so the launch itself overlaps the previous kernel on the
@@ -26,14 +26,14 @@
 #pragma once
 
 #include "kernels/lamport_kernel_select.h"
-#include "kernels/lamport_oneshot.cuh"
+#include "kernels/lamport_device_common.cuh"
 
 namespace nccl_lamport {
 
 /** Largest data-thread count per block of the fast kernel (one control warp is added). */
 constexpr int kLamportFastMaxThreads = 512;
 
-namespace oneshot {
+namespace device {
 
 __device__ __forceinline__ void gridDependencyWait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -177,7 +177,7 @@ __device__ __forceinline__ LamportVec reduceVector(const LamportVec (&vals)[NRAN
   return Codec::pack(acc);
 }
 
-}  // namespace oneshot
+}  // namespace device
 
 /**
  * kFast one-shot allreduce (the body of lamportOneShotFastKernel below; A/B kernels with other
@@ -192,7 +192,7 @@ __device__ __forceinline__ LamportVec reduceVector(const LamportVec (&vals)[NRAN
  * bytes of dynamic shared memory.
  */
 template <typename T, LamportReduceOp OP, int NRANKS, int K, LamportFastPass PASS>
-__device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs& args) {
+__device__ __forceinline__ void lamportOneShotFastBody(const LamportAllReduceArgs& args) {
   using Codec = typename LamportCodecFor<T>::type;
   constexpr int kElems = Codec::kElemsPerVector;
   static_assert(K >= 1 && (NRANKS > 0 || K == 1), "K vectors per thread: the generic path takes one");
@@ -213,7 +213,7 @@ __device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs&
   extern __shared__ LamportVec sStash[];  // kStash only: [kLamportFastStashGroups][data threads]
 
   // Nothing of the previous kernel on this stream may be read before this (PDL).
-  oneshot::gridDependencyWait();
+  device::gridDependencyWait();
 
   const int rank = args.rank;
   const int nRanks = NRANKS > 0 ? NRANKS : args.layout.nRanks;
@@ -238,7 +238,7 @@ __device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs&
     // (abort flag, clock): one check round later, never a hang. A/B kernel only.
     if (threadIdx.x < dataThreads) atomicExch(&sGaveUp, 0);
   } else if (threadIdx.x == dataThreads) {
-    oneshot::controlSnapshot(ownBase, &sState, &sGaveUp);
+    device::controlSnapshot(ownBase, &sState, &sGaveUp);
   }
   const uint32_t tid = blockIdx.x * dataThreads + threadIdx.x;
   const uint32_t stride = gridDim.x * dataThreads;
@@ -249,14 +249,14 @@ __device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs&
   for (int k = 0; k < K; ++k) {
     const uint32_t v = tid + static_cast<uint32_t>(k) * stride;
     valid[k] = !control && v < nVectors;
-    own[k] = valid[k] ? oneshot::loadInput<Codec>(args.sendbuff, bytes, v) : lamportEmptyVec();
+    own[k] = valid[k] ? device::loadInput<Codec>(args.sendbuff, bytes, v) : lamportEmptyVec();
   }
   if constexpr (kPrefetch) {
 #pragma unroll
     for (int g = 1; g <= kLamportFastStashGroups; ++g) {
       const uint32_t v = tid + static_cast<uint32_t>(g) * stride;
       if (!control && v < nVectors) {
-        oneshot::prefetchInput<Codec>(&sStash[(g - 1) * dataThreads + threadIdx.x], args.sendbuff, bytes, v);
+        device::prefetchInput<Codec>(&sStash[(g - 1) * dataThreads + threadIdx.x], args.sendbuff, bytes, v);
       }
     }
   }
@@ -275,9 +275,9 @@ __device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs&
 
   if (control) {  // the arrival; this round leaves nVectors vectors per slot to clear (stash: none)
     if (threadIdx.x == dataThreads) {
-      oneshot::controlArrive(ownBase, snapshot, kStash ? 0u : nVectors * static_cast<uint32_t>(kLamportVectorBytes));
+      device::controlArrive(ownBase, snapshot, kStash ? 0u : nVectors * static_cast<uint32_t>(kLamportVectorBytes));
     }
-    if (!args.triggerAfterWait) oneshot::gridLaunchDependents();
+    if (!args.triggerAfterWait) device::gridLaunchDependents();
     return;
   }
 
@@ -289,14 +289,14 @@ __device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs&
   for (int k = 0; k < K; ++k) {
     if (valid[k]) {
       const uint32_t v = tid + static_cast<uint32_t>(k) * stride;
-      oneshot::publish<NRANKS>(args, nRanks, bufferOffset + static_cast<size_t>(v) * kLamportVectorBytes, own[k]);
+      device::publish<NRANKS>(args, nRanks, bufferOffset + static_cast<size_t>(v) * kLamportVectorBytes, own[k]);
     }
   }
   // Further groups (capped grids, large messages): K loads issued together, then their stores;
   // one load-then-store at a time would pay a memory latency per vector (the volatile stores keep
   // the compiler from hoisting the next load above them).
   uint32_t group = 1;  // kStash: the group's index (0 = the one in registers)
-  if constexpr (kPrefetch) oneshot::prefetchWait();
+  if constexpr (kPrefetch) device::prefetchWait();
   for (uint32_t first = tid + static_cast<uint32_t>(K) * stride; !kSinglePass && first < nVectors;
        first += static_cast<uint32_t>(K) * stride, ++group) {
     LamportVec x[K];
@@ -305,7 +305,7 @@ __device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs&
     for (int k = 0; k < K; ++k) {
       const uint32_t v = first + static_cast<uint32_t>(k) * stride;
       x[k] = prefetched       ? lamportSanitize<Codec>(sStash[(group - 1) * dataThreads + threadIdx.x])
-             : v < nVectors ? oneshot::loadInput<Codec>(args.sendbuff, bytes, v)
+             : v < nVectors ? device::loadInput<Codec>(args.sendbuff, bytes, v)
                             : lamportEmptyVec();
     }
     if constexpr (kStash) {  // only this thread reads its entries back: no barrier needed
@@ -315,17 +315,17 @@ __device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs&
     for (int k = 0; k < K; ++k) {
       const uint32_t v = first + static_cast<uint32_t>(k) * stride;
       if (v < nVectors) {
-        oneshot::publish<NRANKS>(args, nRanks, bufferOffset + static_cast<size_t>(v) * kLamportVectorBytes, x[k]);
+        device::publish<NRANKS>(args, nRanks, bufferOffset + static_cast<size_t>(v) * kLamportVectorBytes, x[k]);
       }
     }
   }
-  if (!args.triggerAfterWait) oneshot::gridLaunchDependents();
+  if (!args.triggerAfterWait) device::gridLaunchDependents();
 
   // ---- 2. Clear the previous round's buffer (only what it dirtied) -----------------------------
-  oneshot::clearPreviousBuffer(ownBase, args.layout, bufferIndex, dirtyVectors, nRanks, tid, stride);
+  device::clearPreviousBuffer(ownBase, args.layout, bufferIndex, dirtyVectors, nRanks, tid, stride);
 
   // ---- 3. Wait, reduce, write --------------------------------------------------------------------
-  oneshot::Waiter waiter{args.abortFlag, args.errorFlag, args.timeoutNs, 0, 0, false};
+  device::Waiter waiter{args.abortFlag, args.errorFlag, args.timeoutNs, 0, 0, false};
   const char* const ownBuffer = ownBase + bufferOffset;
   uint32_t reduceGroup = 0;  // kStash: as `group` above
   for (uint32_t first = tid; first < nVectors; first += static_cast<uint32_t>(K) * stride, ++reduceGroup) {
@@ -339,32 +339,32 @@ __device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs&
         const bool stashed = kStash && reduceGroup <= kLamportFastStashGroups;
         own[k] = !valid[k] ? lamportEmptyVec()
                  : stashed ? sStash[(reduceGroup - 1) * dataThreads + threadIdx.x]
-                           : oneshot::loadInput<Codec>(args.sendbuff, bytes, v);
+                           : device::loadInput<Codec>(args.sendbuff, bytes, v);
       }
       vec[k] = ownBuffer + static_cast<size_t>(v) * kLamportVectorBytes;
     }
     if constexpr (NRANKS > 0) {
       LamportVec vals[K][NRANKS];
-      oneshot::pollVectors<NRANKS, K>(vals, own, vec, valid, slotBytes, rank, waiter, &sGaveUp);
+      device::pollVectors<NRANKS, K>(vals, own, vec, valid, slotBytes, rank, waiter, &sGaveUp);
 #pragma unroll
       for (int k = 0; k < K; ++k) {
         if (valid[k]) {
-          oneshot::storeOutput(args.recvbuff, bytes, first + static_cast<uint32_t>(k) * stride,
-                               oneshot::reduceVector<Codec, OP, NRANKS>(vals[k]));
-          if constexpr (kStash) oneshot::clearReceived<NRANKS>(vec[k], slotBytes, rank, nRanks);
+          device::storeOutput(args.recvbuff, bytes, first + static_cast<uint32_t>(k) * stride,
+                               device::reduceVector<Codec, OP, NRANKS>(vals[k]));
+          if constexpr (kStash) device::clearReceived<NRANKS>(vec[k], slotBytes, rank, nRanks);
         }
       }
     } else {
       static_assert(NRANKS > 0 || K == 1, "the generic path handles one vector per step");
       float acc[kElems];
-      oneshot::waitAndReduce<Codec, 0>(acc, own[0], vec[0], slotBytes, rank, nRanks, waiter, &sGaveUp);
+      device::waitAndReduce<Codec, 0>(acc, own[0], vec[0], slotBytes, rank, nRanks, waiter, &sGaveUp);
       if constexpr (OP == LamportReduceOp::kAvg) {
         const float scale = 1.0f / static_cast<float>(nRanks);
 #pragma unroll
         for (int e = 0; e < kElems; ++e) acc[e] *= scale;
       }
-      oneshot::storeOutput(args.recvbuff, bytes, first, Codec::pack(acc));
-      if constexpr (kStash) oneshot::clearReceived<0>(vec[0], slotBytes, rank, nRanks);
+      device::storeOutput(args.recvbuff, bytes, first, Codec::pack(acc));
+      if constexpr (kStash) device::clearReceived<0>(vec[0], slotBytes, rank, nRanks);
     }
     if constexpr (kSinglePass) break;
   }
@@ -379,14 +379,14 @@ __device__ __forceinline__ void lamportOneShotFastBody(const LamportOneShotArgs&
                 nVectors * static_cast<uint32_t>(kLamportVectorBytes));
     }
   }
-  if (args.triggerAfterWait) oneshot::gridLaunchDependentsAfterWait(dataThreads);
+  if (args.triggerAfterWait) device::gridLaunchDependentsAfterWait(dataThreads);
 }
 
 /** The kFast kernel as shipped (any block of up to kLamportFastMaxThreads data threads). */
 template <typename T, LamportReduceOp OP, int NRANKS, int K = kLamportFastVectorsPerThread,
           LamportFastPass PASS = LamportFastPass::kGridStrided>
 __global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
-    lamportOneShotFastKernel(const __grid_constant__ LamportOneShotArgs args) {
+    lamportOneShotFastKernel(const __grid_constant__ LamportAllReduceArgs args) {
   lamportOneShotFastBody<T, OP, NRANKS, K, PASS>(args);
 }
 

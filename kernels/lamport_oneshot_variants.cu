@@ -17,7 +17,7 @@ namespace nccl_lamport {
  */
 template <typename T, LamportReduceOp OP, int NRANKS, int MIN_BLOCKS>
 __global__ void __launch_bounds__(kLamportFastWideBlockThreads + 32, MIN_BLOCKS)
-    lamportOneShotFastCappedKernel(const __grid_constant__ LamportOneShotArgs args) {
+    lamportOneShotFastCappedKernel(const __grid_constant__ LamportAllReduceArgs args) {
   lamportOneShotFastBody<T, OP, NRANKS, 1, LamportFastPass::kGridStrided>(args);
 }
 

@@ -155,7 +155,7 @@ LAMPORT_HD inline uint16_t lamportFloatToHalf(float f) {
 
 // ---------------------------------------------------------------------------------------------
 // Codecs: per-datatype sanitize / unpack to fp32 / pack from fp32 of one 16-byte vector.
-// The kernels map float, __half and __nv_bfloat16 onto these (lamport_oneshot.cuh).
+// The kernels map float, __half and __nv_bfloat16 onto these (lamport_device_common.cuh, LamportCodecFor).
 // ---------------------------------------------------------------------------------------------
 
 /**

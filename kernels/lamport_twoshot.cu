@@ -1,12 +1,12 @@
 // Instantiations of the two-shot kernel (lamport_twoshot.cuh) and its selector for the launcher
-// in lamport_oneshot.cu. Unrolled world sizes 4 and 8; every other nRanks takes the generic path.
+// in lamport_launch.cu. Unrolled world sizes 4 and 8; every other nRanks takes the generic path.
 #include "kernels/lamport_kernel_select.h"
 #include "kernels/lamport_twoshot.cuh"
 
 namespace nccl_lamport {
 
 #define LAMPORT_TWOSHOT_INSTANTIATE(T, OP, N) \
-  template __global__ void lamportTwoShotKernel<T, OP, N>(const __grid_constant__ LamportOneShotArgs);
+  template __global__ void lamportTwoShotKernel<T, OP, N>(const __grid_constant__ LamportAllReduceArgs);
 #define LAMPORT_TWOSHOT_FOR_EACH_NRANKS(T, OP) \
   LAMPORT_TWOSHOT_INSTANTIATE(T, OP, 0) LAMPORT_TWOSHOT_INSTANTIATE(T, OP, 4) LAMPORT_TWOSHOT_INSTANTIATE(T, OP, 8)
 #define LAMPORT_TWOSHOT_FOR_EACH_OP(T)                   \

@@ -37,7 +37,7 @@ namespace twoshot {
  * (the volatile stores keep the compiler from hoisting a later load above them).
  */
 template <typename Codec, int NRANKS>
-__device__ __forceinline__ void scatterVector(const LamportOneShotArgs& args, int nRanks, size_t bytes,
+__device__ __forceinline__ void scatterVector(const LamportAllReduceArgs& args, int nRanks, size_t bytes,
                                               uint32_t nVectors, uint32_t chunkVectors, uint32_t i,
                                               size_t bufferOffset) {
   constexpr int kBatch = NRANKS > 0 ? NRANKS - 1 : kLamportPollChunk;
@@ -50,14 +50,14 @@ __device__ __forceinline__ void scatterVector(const LamportOneShotArgs& args, in
       const int k = first + b;
       const int c = rank + k < nRanks ? rank + k : rank + k - nRanks;
       const uint32_t v = static_cast<uint32_t>(c) * chunkVectors + i;
-      x[b] = k < nRanks && v < nVectors ? oneshot::loadInput<Codec>(args.sendbuff, bytes, v) : lamportEmptyVec();
+      x[b] = k < nRanks && v < nVectors ? device::loadInput<Codec>(args.sendbuff, bytes, v) : lamportEmptyVec();
     }
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
       const int k = first + b;
       const int c = rank + k < nRanks ? rank + k : rank + k - nRanks;
       if (k < nRanks && static_cast<uint32_t>(c) * chunkVectors + i < nVectors) {
-        lamportStoreVolatile(args.peerBases[c] + offset + oneshot::slotIndex(c, rank) * args.layout.slotBytes, x[b]);
+        lamportStoreVolatile(args.peerBases[c] + offset + device::slotIndex(c, rank) * args.layout.slotBytes, x[b]);
       }
     }
   }
@@ -68,9 +68,9 @@ __device__ __forceinline__ void scatterVector(const LamportOneShotArgs& args, in
  * vector c * chunkVectors + i of recvbuff. `vec` = our buffer + chunkBytes + i * 16.
  */
 template <int NRANKS>
-__device__ __forceinline__ void gatherVector(const LamportOneShotArgs& args, int nRanks, size_t bytes,
+__device__ __forceinline__ void gatherVector(const LamportAllReduceArgs& args, int nRanks, size_t bytes,
                                              uint32_t nVectors, uint32_t chunkVectors, uint32_t i,
-                                             const char* vec, oneshot::Waiter& w, int* blockGaveUp) {
+                                             const char* vec, device::Waiter& w, int* blockGaveUp) {
   const int rank = args.rank;
   const size_t slotBytes = args.layout.slotBytes;
   if constexpr (NRANKS > 0) {
@@ -79,7 +79,7 @@ __device__ __forceinline__ void gatherVector(const LamportOneShotArgs& args, int
 #pragma unroll
     for (int c = 0; c < NRANKS; ++c) {
       need[c] = c != rank && static_cast<uint64_t>(c) * chunkVectors + i < nVectors;
-      vals[c] = need[c] ? lamportLoadVolatile(vec + oneshot::slotIndex(rank, c) * slotBytes) : lamportEmptyVec();
+      vals[c] = need[c] ? lamportLoadVolatile(vec + device::slotIndex(rank, c) * slotBytes) : lamportEmptyVec();
     }
     for (;;) {
       bool pending = false;
@@ -87,22 +87,22 @@ __device__ __forceinline__ void gatherVector(const LamportOneShotArgs& args, int
       for (int c = 0; c < NRANKS; ++c) {
         if (need[c] && lamportVecHasEmpty(vals[c])) {
           pending = true;
-          vals[c] = lamportLoadVolatile(vec + oneshot::slotIndex(rank, c) * slotBytes);
+          vals[c] = lamportLoadVolatile(vec + device::slotIndex(rank, c) * slotBytes);
         }
       }
-      if (!pending || oneshot::waiterShouldStop(w, blockGaveUp)) break;
+      if (!pending || device::waiterShouldStop(w, blockGaveUp)) break;
     }
 #pragma unroll
     for (int c = 0; c < NRANKS; ++c) {
-      if (need[c]) oneshot::storeOutput(args.recvbuff, bytes, c * chunkVectors + i, vals[c]);
+      if (need[c]) device::storeOutput(args.recvbuff, bytes, c * chunkVectors + i, vals[c]);
     }
   } else {
     for (int c = 0; c < nRanks; ++c) {
       if (c == rank || static_cast<uint64_t>(c) * chunkVectors + i >= nVectors) continue;
-      const char* src = vec + oneshot::slotIndex(rank, c) * slotBytes;
+      const char* src = vec + device::slotIndex(rank, c) * slotBytes;
       LamportVec x = lamportLoadVolatile(src);
-      while (lamportVecHasEmpty(x) && !oneshot::waiterShouldStop(w, blockGaveUp)) x = lamportLoadVolatile(src);
-      oneshot::storeOutput(args.recvbuff, bytes, c * chunkVectors + i, x);
+      while (lamportVecHasEmpty(x) && !device::waiterShouldStop(w, blockGaveUp)) x = lamportLoadVolatile(src);
+      device::storeOutput(args.recvbuff, bytes, c * chunkVectors + i, x);
     }
   }
 }
@@ -117,7 +117,7 @@ __device__ __forceinline__ void gatherVector(const LamportOneShotArgs& args, int
  */
 template <typename T, LamportReduceOp OP, int NRANKS>
 __global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
-    lamportTwoShotKernel(const __grid_constant__ LamportOneShotArgs args) {
+    lamportTwoShotKernel(const __grid_constant__ LamportAllReduceArgs args) {
   using Codec = typename LamportCodecFor<T>::type;
   constexpr int kElems = Codec::kElemsPerVector;
   static_assert(NRANKS == 0 || (NRANKS >= 2 && NRANKS <= kLamportMaxRanks), "bad NRANKS");
@@ -125,7 +125,7 @@ __global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
   __shared__ LamportDeviceState sState;
   __shared__ int sGaveUp;
 
-  oneshot::gridDependencyWait();
+  device::gridDependencyWait();
 
   const int rank = args.rank;
   const int nRanks = NRANKS > 0 ? NRANKS : args.layout.nRanks;
@@ -139,18 +139,18 @@ __global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
   const size_t slotBytes = args.layout.slotBytes;
   const uint32_t ownFirstVector = static_cast<uint32_t>(rank) * chunkVectors;
 
-  if (threadIdx.x == dataThreads) oneshot::controlSnapshot(ownBase, &sState, &sGaveUp);
+  if (threadIdx.x == dataThreads) device::controlSnapshot(ownBase, &sState, &sGaveUp);
   const uint32_t tid = blockIdx.x * dataThreads + threadIdx.x;
   const uint32_t stride = gridDim.x * dataThreads;
   const bool ownValid = !control && tid < chunkVectors && ownFirstVector + tid < nVectors;
   const LamportVec ownFirst =
-      ownValid ? oneshot::loadInput<Codec>(args.sendbuff, bytes, ownFirstVector + tid) : lamportEmptyVec();
+      ownValid ? device::loadInput<Codec>(args.sendbuff, bytes, ownFirstVector + tid) : lamportEmptyVec();
   __syncthreads();
   const uint32_t bufferIndex = sState.bufferIndex;
 
   if (control) {  // the arrival; this round dirties a scatter and a gather chunk per slot
-    if (threadIdx.x == dataThreads) oneshot::controlArrive(ownBase, sState, static_cast<uint32_t>(2 * chunkBytes));
-    if (!args.triggerAfterWait) oneshot::gridLaunchDependents();
+    if (threadIdx.x == dataThreads) device::controlArrive(ownBase, sState, static_cast<uint32_t>(2 * chunkBytes));
+    if (!args.triggerAfterWait) device::gridLaunchDependents();
     return;
   }
 
@@ -161,20 +161,20 @@ __global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
   for (uint32_t i = tid; i < chunkVectors; i += stride) {
     twoshot::scatterVector<Codec, NRANKS>(args, nRanks, bytes, nVectors, chunkVectors, i, bufferOffset);
   }
-  if (!args.triggerAfterWait) oneshot::gridLaunchDependents();
+  if (!args.triggerAfterWait) device::gridLaunchDependents();
 
   // ---- 2. Clear the previous round's buffer (only what it dirtied) -----------------------------
-  oneshot::clearPreviousBuffer(ownBase, args.layout, bufferIndex, dirtyVectors, nRanks, tid, stride);
+  device::clearPreviousBuffer(ownBase, args.layout, bufferIndex, dirtyVectors, nRanks, tid, stride);
 
   // ---- 3. Reduce our chunk, publish it to every peer's gather region and to recvbuff -----------
-  oneshot::Waiter waiter{args.abortFlag, args.errorFlag, args.timeoutNs, 0, 0, false};
+  device::Waiter waiter{args.abortFlag, args.errorFlag, args.timeoutNs, 0, 0, false};
   const char* const ownBuffer = ownBase + bufferOffset;
   for (uint32_t i = tid; i < chunkVectors; i += stride) {
     const uint32_t v = ownFirstVector + i;
     if (v >= nVectors) break;
-    const LamportVec own = i == tid ? ownFirst : oneshot::loadInput<Codec>(args.sendbuff, bytes, v);
+    const LamportVec own = i == tid ? ownFirst : device::loadInput<Codec>(args.sendbuff, bytes, v);
     float acc[kElems];
-    oneshot::waitAndReduce<Codec, NRANKS>(acc, own, ownBuffer + static_cast<size_t>(i) * kLamportVectorBytes,
+    device::waitAndReduce<Codec, NRANKS>(acc, own, ownBuffer + static_cast<size_t>(i) * kLamportVectorBytes,
                                           slotBytes, rank, nRanks, waiter, &sGaveUp);
     if constexpr (OP == LamportReduceOp::kAvg) {
       const float scale = 1.0f / static_cast<float>(nRanks);
@@ -186,10 +186,10 @@ __global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
     // partial sum. Peers must not gather it as the reduced chunk; without it they time out and
     // report the error themselves (this rank's recvbuff is already void: its error flag is set).
     if (!waiter.gaveUp) {
-      oneshot::publish<NRANKS>(args, nRanks, bufferOffset + chunkBytes + static_cast<size_t>(i) * kLamportVectorBytes,
+      device::publish<NRANKS>(args, nRanks, bufferOffset + chunkBytes + static_cast<size_t>(i) * kLamportVectorBytes,
                                reduced);
     }
-    oneshot::storeOutput(args.recvbuff, bytes, v, reduced);
+    device::storeOutput(args.recvbuff, bytes, v, reduced);
   }
 
   // ---- 4. Gather every other chunk ----------------------------------------------------------------
@@ -198,7 +198,7 @@ __global__ void __launch_bounds__(kLamportFastMaxThreads + 32)
                                   ownBuffer + chunkBytes + static_cast<size_t>(i) * kLamportVectorBytes, waiter,
                                   &sGaveUp);
   }
-  if (args.triggerAfterWait) oneshot::gridLaunchDependentsAfterWait(dataThreads);
+  if (args.triggerAfterWait) device::gridLaunchDependentsAfterWait(dataThreads);
 }
 
 }  // namespace nccl_lamport

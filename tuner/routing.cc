@@ -36,15 +36,7 @@ size_t defaultTwoShotMaxBytes(int nRanks, int smArch) {
 }
 
 size_t twoShotCapacityBytes(int nRanks, size_t slotBytes) {
-  if (nRanks < 2) return 0;
-  const size_t chunkVectors = slotBytes / 16 / 2;  // largest chunk: 2 chunks per slot
-  // The launcher refuses two-shot messages of more than 2^31 vectors (the kernel counts them in
-  // uint32_t; kernels/lamport_oneshot.cu, argsValid): never route one there.
-  constexpr size_t kMaxVectors = size_t{1} << 31;
-  const size_t maxVectors = chunkVectors > kMaxVectors / static_cast<size_t>(nRanks)
-                                ? kMaxVectors
-                                : std::min(kMaxVectors, chunkVectors * static_cast<size_t>(nRanks));
-  return maxVectors * 16;
+  return lamportTwoShotMaxVectors(nRanks, slotBytes) * kLamportVectorBytes;  // what the launcher takes
 }
 
 size_t agreedTwoShotMaxBytes(int nRanks, int smArch, size_t overrideTwoShotMaxBytes, size_t oneShotMaxBytes,

@@ -1,4 +1,4 @@
-// The tuner, written once. tuner_plugin.cc adapts each NCCL tuner ABI version (v2..v6) onto
+// The tuner, written once. tuner_plugin.cc adapts each NCCL tuner ABI version (v2..v7) onto
 // these functions; nothing here knows which version called it beyond the recorded number.
 //
 // Contract with NCCL (SPEC 6): init and getCollInfo never return an error (an error there fails

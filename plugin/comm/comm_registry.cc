@@ -45,9 +45,7 @@ CommRegistry& CommRegistry::instance() {
   return *registry;
 }
 
-void CommRegistry::insert(std::unique_ptr<LamportComm> lc) { insertShared(std::move(lc)); }
-
-void CommRegistry::insertShared(std::shared_ptr<LamportComm> lc) {
+void CommRegistry::insert(std::shared_ptr<LamportComm> lc) {
   std::unique_lock<std::shared_mutex> lock(mutex_);
   ncclComm_t key = lc->comm;
   comms_[key] = std::move(lc);

@@ -63,7 +63,7 @@ struct LamportComm {
   std::string reason = "not set up yet";
   RoutingTable table;
   /** Filled at set-up; per call only buffers, count, datatype and op change. */
-  LamportOneShotArgs launchTemplate{};
+  LamportAllReduceArgs launchTemplate{};
 
   LocalAllocation local;
   std::vector<std::unique_ptr<PeerMapping>> peers;
@@ -124,9 +124,8 @@ class CommRegistry {
  public:
   static CommRegistry& instance();
 
-  /** Adds (or replaces) the entry for lc->comm. */
-  void insert(std::unique_ptr<LamportComm> lc);
-  void insertShared(std::shared_ptr<LamportComm> lc);
+  /** Adds (or replaces) the entry for lc->comm (a std::unique_ptr converts). */
+  void insert(std::shared_ptr<LamportComm> lc);
   /** The entry for comm or null. Shared: a destroy or abort on another thread (PyTorch's
    *  watchdog) cannot free it under a caller that is still using it. */
   std::shared_ptr<LamportComm> find(ncclComm_t comm) const;

@@ -336,7 +336,7 @@ void startDeferredSetup(const std::vector<ncclComm_t>& created) {
     placeholder->setupPending.store(true, std::memory_order_relaxed);
     std::shared_ptr<LamportComm> shared(std::move(placeholder));
     batch->placeholders.push_back(shared);
-    CommRegistry::instance().insertShared(shared);
+    CommRegistry::instance().insert(shared);
   }
   if (batch->comms.empty()) return;
   {
@@ -352,11 +352,6 @@ void startDeferredSetup(const std::vector<ncclComm_t>& created) {
     batch->control.cancelled.store(true);
     finishBatch(*batch);
   }
-}
-
-bool deferredSetupPending(ncclComm_t comm) {
-  const std::shared_ptr<LamportComm> lc = CommRegistry::instance().find(comm);
-  return lc != nullptr && lc->setupPending.load(std::memory_order_acquire);
 }
 
 namespace {

@@ -22,10 +22,6 @@ namespace nccl_lamport {
  *  set-up on a helper thread. Never blocks on peers; never throws. */
 void startDeferredSetup(const std::vector<ncclComm_t>& comms);
 
-/** True while comm's deferred set-up has not finished (our ncclCommGetAsyncError then reports
- *  ncclInProgress). Cheap; false for communicators that never had one. */
-bool deferredSetupPending(ncclComm_t comm);
-
 /** What waitForDeferredSetup did with a call on a communicator. */
 enum class PendingCall {
   kProceed,   // no set-up pending any more: route the call as usual

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "common/config.h"
@@ -17,7 +18,7 @@ namespace nccl_lamport {
 namespace {
 
 void fillLaunchTemplate(LamportComm& lc, uint64_t timeoutMs) {
-  LamportOneShotArgs& args = lc.launchTemplate;
+  LamportAllReduceArgs& args = lc.launchTemplate;
   args.rank = lc.rank;
   for (int r = 0; r < lc.nRanks; ++r) {
     args.peerBases[r] = r == lc.rank ? lc.local.ptr() : lc.peers[r]->ptr();
@@ -40,8 +41,35 @@ std::string ctaCapNote(int maxCtas) {
   return maxCtas > 0 ? ", at most " + std::to_string(maxCtas) + " blocks per launch (NCCL's block limit)" : "";
 }
 
+bool allRanksOk(const char* words, int nRanks, int* firstNo) noexcept {
+  *firstNo = -1;
+  for (int r = 0; r < nRanks; ++r) {
+    OkRecord rec;
+    memcpy(&rec, words + static_cast<size_t>(r) * sizeof(OkRecord), sizeof(rec));
+    if (!rec.ok) {
+      *firstNo = r;
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string peerNotOkReason(int firstNo) noexcept {
+  try {
+    return "rank " + std::to_string(firstNo) + " could not map its peers";
+  } catch (...) {
+    return std::string();
+  }
+}
+
+std::string twoShotNote(const RoutingTable& table, int nRanks) {
+  if (nRanks < kTwoShotMinRanks || table.twoShotMaxBytes <= table.oneShotMaxBytes) return "";
+  return ", two-shot up to " + std::to_string(table.twoShotMaxBytes) + " bytes";
+}
+
 std::string eligibleReason(const LamportComm& lc) {
-  return "Lamport one-shot up to " + std::to_string(lc.table.oneShotMaxBytes) + " bytes" + ctaCapNote(lc.maxCtas);
+  return "Lamport one-shot up to " + std::to_string(lc.table.oneShotMaxBytes) + " bytes" +
+         twoShotNote(lc.table, lc.nRanks) + ctaCapNote(lc.maxCtas);
 }
 
 /** Round-1 verdict from the records alone: identical on every rank. */
@@ -100,9 +128,10 @@ void logCommVerdict(const LamportComm& lc) {
   if (lc.eligible) {
     LAMPORT_INFO(kSubsysInit,
                  "comm %p rank %d nRanks %d cudaDev %d sm_%d: Lamport one-shot ON for float32/float16/bfloat16 "
-                 "sum/avg up to %zu bytes; workspace %zu bytes (3 buffers x %d slots x %zu bytes)%s",
+                 "sum/avg up to %zu bytes%s; workspace %zu bytes (3 buffers x %d slots x %zu bytes)%s",
                  static_cast<void*>(lc.comm), lc.reportedRank(), lc.nRanks, lc.cudaDev, lc.smArch, lc.table.oneShotMaxBytes,
-                 lc.local.size(), lc.nRanks - 1, lc.launchTemplate.layout.slotBytes, ctaCapNote(lc.maxCtas).c_str());
+                 twoShotNote(lc.table, lc.nRanks).c_str(), lc.local.size(), lc.nRanks - 1,
+                 lc.launchTemplate.layout.slotBytes, ctaCapNote(lc.maxCtas).c_str());
   } else {
     LAMPORT_INFO(kSubsysInit, "comm %p rank %d nRanks %d cudaDev %d: Lamport OFF, every call goes to NCCL: %s",
                  static_cast<void*>(lc.comm), lc.reportedRank(), lc.nRanks, lc.cudaDev, lc.reason.c_str());

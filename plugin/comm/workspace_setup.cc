@@ -132,23 +132,11 @@ void setupWorkspaces(const std::vector<ncclComm_t>& comms, const SetupOptions& o
         memcpy(out, &rec, sizeof(rec));
       },
       [](SetupState& s, const char* in) {
-        // The verdict from the words alone, identical on every rank: nothing here may throw
-        // (guardedStep would turn a throw into a rank-local "no"), the message is best effort.
-        bool all = s.proceed;
+        // The verdict from the words alone, identical on every rank (guardedStep would turn a
+        // throw here into a rank-local "no"; allRanksOk never throws).
         int firstNo = -1;
-        for (int r = 0; r < s.lc->nRanks; ++r) {
-          OkRecord rec;
-          memcpy(&rec, in + r * sizeof(OkRecord), sizeof(rec));
-          if (!rec.ok) {
-            all = false;
-            if (firstNo < 0) firstNo = r;
-          }
-        }
-        s.localOk = all;
-        try {
-          if (firstNo >= 0 && s.why.empty()) s.why = "rank " + std::to_string(firstNo) + " could not map its peers";
-        } catch (...) {
-        }
+        s.localOk = allRanksOk(in, s.lc->nRanks, &firstNo) && s.proceed;
+        if (firstNo >= 0 && s.why.empty()) s.why = peerNotOkReason(firstNo);
       });
 
   // Under the control's mutex, so a stop either comes first (nothing is registered) or after
@@ -220,21 +208,15 @@ std::unique_ptr<LamportComm> setupWorkspaceOverExchange(int nRanks, int cudaDev,
     mine.ok = s->proceed && s->localOk ? 1 : 0;
     bool allOk = gatherOver(exchange, &mine, sizeof(mine), &all, &index, &why) &&
                  all.size() == sizeof(OkRecord) * static_cast<size_t>(nRanks);
-    // The verdict from the words alone, identical on every rank: nothing here may throw, the
-    // message is best effort.
-    const char* firstNo = allOk ? nullptr : "";
-    for (int r = 0; allOk && r < nRanks; ++r) {
-      OkRecord rec;
-      memcpy(&rec, all.data() + r * sizeof(OkRecord), sizeof(rec));
-      if (!rec.ok) {
-        allOk = false;
-        firstNo = "a peer could not map its peers";
-      }
-    }
+    // The verdict from the words alone, identical on every rank (allRanksOk never throws).
+    int firstNo = -1;
+    allOk = allOk && allRanksOk(reinterpret_cast<const char*>(all.data()), nRanks, &firstNo);
     s->localOk = allOk;
-    try {
-      if (firstNo != nullptr && s->why.empty()) s->why = firstNo[0] != '\0' ? firstNo : why;
-    } catch (...) {
+    if (!allOk && s->why.empty()) {
+      try {
+        s->why = firstNo >= 0 ? peerNotOkReason(firstNo) : why;
+      } catch (...) {
+      }
     }
   }
   cudaSetDevice(cudaDev);

@@ -66,10 +66,6 @@ class SetupExchange {
  */
 std::unique_ptr<LamportComm> setupWorkspaceOverExchange(int nRanks, int cudaDev, SetupExchange& exchange);
 
-/** Logs lc's verdict once at INFO, naming lc.comm: the ON line (crossover and workspace size) or
- *  the OFF line with the reason. setupWorkspaces calls it itself; the set-up inside the tuner's
- *  init leaves it to whoever binds the entry to its handle. */
-void logCommVerdict(const LamportComm& lc);
 
 /** Registers comm as known but never accelerated, with a reason (logged once at INFO). */
 void registerIneligible(ncclComm_t comm, const char* reason, bool nonBlocking = false);

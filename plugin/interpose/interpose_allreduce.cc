@@ -5,7 +5,7 @@
 // timing, so ranks cannot diverge. Invalid arguments go to NCCL, so users see NCCL's own errors.
 // Inside ncclGroupStart/End a call we take is launched at the outermost ncclGroupEnd, as NCCL
 // launches its own share of a group, but before that share: on every stream the group's Lamport
-// kernels come first, in call order, on every rank (README, "Groups"). A group ended by
+// kernels come first, in call order, on every rank (docs/design.md, "Groups"). A group ended by
 // ncclGroupSimulateEnd launches nothing: its calls are handed to NCCL's simulation instead.
 #include <cuda_runtime_api.h>
 
@@ -105,7 +105,7 @@ ncclResult_t launchLamport(LamportComm& lc, AllReducePath path, const void* send
     return ncclUnhandledCudaError;
   }
 
-  LamportOneShotArgs args = lc.launchTemplate;
+  LamportAllReduceArgs args = lc.launchTemplate;
   args.sendbuff = sendbuff;
   args.recvbuff = recvbuff;
   args.count = count;
@@ -119,7 +119,7 @@ ncclResult_t launchLamport(LamportComm& lc, AllReducePath path, const void* send
     ScopedDevice onCommDevice(lc.cudaDev);
     std::lock_guard<std::mutex> ordering(lc.orderMutex);
     orderAfterPreviousCall(lc, stream, captureId);
-    err = launchLamportOneShot(args, stream);
+    err = launchLamportAllReduce(args, stream);
     if (err == cudaSuccess) {
       lc.lastStream = stream;
       lc.lastThread = std::this_thread::get_id();

@@ -128,7 +128,7 @@ struct CallSpec {
   size_t recvOffset = 0;
   bool inPlace = false;  // sendbuff = recvbuff (+ recvOffset)
   Values values = Values::kRandom;
-  int remoteSyncDomain = -1;  // this call's LamportOneShotArgs::remoteSyncDomain; -1: the World's
+  int remoteSyncDomain = -1;  // this call's LamportAllReduceArgs::remoteSyncDomain; -1: the World's
 
   std::string name() const {
     return std::string(typeName(type)) + (op == LamportReduceOp::kSum ? " sum" : " avg") +
@@ -262,8 +262,8 @@ class World {
     syncAll();
   }
 
-  LamportOneShotArgs args(int rank, const void* send, void* recv, const CallSpec& c) const {
-    LamportOneShotArgs a{};
+  LamportAllReduceArgs args(int rank, const void* send, void* recv, const CallSpec& c) const {
+    LamportAllReduceArgs a{};
     a.sendbuff = send;
     a.recvbuff = recv;
     a.count = c.count;
@@ -286,9 +286,9 @@ class World {
     return a;
   }
 
-  void launch(int rank, const LamportOneShotArgs& a) {
+  void launch(int rank, const LamportAllReduceArgs& a) {
     CUDA_ASSERT(cudaSetDevice(ranks[rank].device));
-    CUDA_ASSERT(launchLamportOneShot(a, ranks[rank].stream));
+    CUDA_ASSERT(launchLamportAllReduce(a, ranks[rank].stream));
   }
 
   void syncAll() {

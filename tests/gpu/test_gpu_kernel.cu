@@ -221,7 +221,7 @@ TEST(GpuLamportOneShot, RemoteSyncDomainLaunchesStayCorrect) {
     c.remoteSyncDomain = domain;
     cudaGraph_t graph = nullptr;
     CUDA_ASSERT(cudaStreamBeginCapture(w.ranks[0].stream, cudaStreamCaptureModeThreadLocal));
-    const cudaError_t launched = launchLamportOneShot(w.args(0, w.ranks[0].send, w.ranks[0].recv, c), w.ranks[0].stream);
+    const cudaError_t launched = launchLamportAllReduce(w.args(0, w.ranks[0].send, w.ranks[0].recv, c), w.ranks[0].stream);
     CUDA_ASSERT(cudaStreamEndCapture(w.ranks[0].stream, &graph));
     ASSERT_EQ(launched, cudaSuccess);
     size_t nodes = 0;
@@ -279,7 +279,7 @@ TEST(GpuLamportOneShot, GraphReplays1000WithChangingInputs) {
     for (size_t i = 0; i < calls.size(); ++i) {
       char* recv = k.recv + i * kRegion + calls[i].recvOffset;
       const char* send = calls[i].inPlace ? recv : k.send + i * kRegion + calls[i].sendOffset;
-      CUDA_ASSERT(launchLamportOneShot(w.args(r, send, recv, calls[i]), k.stream));
+      CUDA_ASSERT(launchLamportAllReduce(w.args(r, send, recv, calls[i]), k.stream));
     }
     cudaGraph_t graph;
     CUDA_ASSERT(cudaStreamEndCapture(k.stream, &graph));
@@ -355,7 +355,7 @@ TEST(GpuLamportOneShot, AbortFlagStopsTheWait) {
   ASSERT_NO_FATAL_FAILURE(w.init(2, 1 << 20));
   w.timeoutNs = 0;  // no time limit: only the abort flag can end the wait
   const CallSpec c{LamportDataType::kFloat32, LamportReduceOp::kSum, 100000};
-  LamportOneShotArgs a = w.args(0, w.ranks[0].send, w.ranks[0].recv, c);
+  LamportAllReduceArgs a = w.args(0, w.ranks[0].send, w.ranks[0].recv, c);
   a.timeoutNs = 30ull * 1000 * 1000 * 1000;  // backstop: a broken abort reports TimedOut, not a hang
   ASSERT_NO_FATAL_FAILURE(w.launch(0, a));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));

@@ -95,7 +95,7 @@ TEST_P(GpuLamportTwoShot, GraphReplays) {
     SimRank& k = w.ranks[r];
     CUDA_ASSERT(cudaSetDevice(k.device));
     CUDA_ASSERT(cudaStreamBeginCapture(k.stream, cudaStreamCaptureModeRelaxed));
-    for (int i = 0; i < 3; ++i) CUDA_ASSERT(launchLamportOneShot(w.args(r, k.send, k.recv, c), k.stream));
+    for (int i = 0; i < 3; ++i) CUDA_ASSERT(launchLamportAllReduce(w.args(r, k.send, k.recv, c), k.stream));
     cudaGraph_t graph;
     CUDA_ASSERT(cudaStreamEndCapture(k.stream, &graph));
     CUDA_ASSERT(cudaGraphInstantiate(&execs[r], graph, 0));

@@ -47,6 +47,9 @@ gtest_discover_tests(test_activation_mode PROPERTIES LABELS cpu DISCOVERY_TIMEOU
 add_executable(test_comm_registry ${CMAKE_CURRENT_LIST_DIR}/test_comm_registry.cc)
 target_link_libraries(test_comm_registry PRIVATE lamport_internal GTest::gtest_main Threads::Threads)
 gtest_discover_tests(test_comm_registry PROPERTIES LABELS cpu DISCOVERY_TIMEOUT 60)
+add_executable(test_setup_verdict ${CMAKE_CURRENT_LIST_DIR}/test_setup_verdict.cc)
+target_link_libraries(test_setup_verdict PRIVATE lamport_internal GTest::gtest_main Threads::Threads)
+gtest_discover_tests(test_setup_verdict PROPERTIES LABELS cpu DISCOVERY_TIMEOUT 60)
 
 # The interposer's per-call dispatch, groups and revoke (tests/unit/test_allreduce_dispatch.cc):
 # the wrappers linked in directly against a stand-in NCCL, no GPU. Run twice: as NCCL runs by

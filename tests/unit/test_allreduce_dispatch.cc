@@ -50,7 +50,7 @@ MadeUpComm makeEligible(int index, int rank) {
   lc->launchTemplate.peerBases[0] = gPeerMemory[0];
   lc->launchTemplate.peerBases[1] = gPeerMemory[1];
   lc->hostFlags = &gHostFlags[index];
-  CommRegistry::instance().insertShared(lc);
+  CommRegistry::instance().insert(lc);
   return MadeUpComm{lc->comm, lc};
 }
 

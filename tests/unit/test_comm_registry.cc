@@ -47,7 +47,7 @@ TEST_F(CommRegistryTest, FindGivesTheInsertedEntryAndNullForUnknownHandles) {
   const size_t before = registry.size();
   const ncclComm_t a = handle(1), b = handle(2);
   auto lc = makeEntry(a, 1);
-  registry.insertShared(lc);
+  registry.insert(lc);
   EXPECT_EQ(registry.find(a), lc);
   EXPECT_EQ(registry.find(a)->rank, 1);
   EXPECT_EQ(registry.find(b), nullptr);
@@ -69,7 +69,7 @@ TEST_F(CommRegistryTest, RemoveTakesTheEntryOutOnce) {
   CommRegistry& registry = CommRegistry::instance();
   const ncclComm_t a = handle(4);
   auto lc = makeEntry(a);
-  registry.insertShared(lc);
+  registry.insert(lc);
   const size_t with = registry.size();
   EXPECT_EQ(registry.remove(a), lc);
   EXPECT_EQ(registry.size(), with - 1);
@@ -80,7 +80,7 @@ TEST_F(CommRegistryTest, RemoveTakesTheEntryOutOnce) {
 // A destroy on another thread cannot free an entry under a caller still using it.
 TEST_F(CommRegistryTest, AnEntryHeldByACallerOutlivesItsRemoval) {
   const ncclComm_t a = handle(5);
-  CommRegistry::instance().insertShared(makeEntry(a, 3));
+  CommRegistry::instance().insert(makeEntry(a, 3));
   std::shared_ptr<LamportComm> held = CommRegistry::instance().find(a);
   CommRegistry::instance().remove(a);
   ASSERT_NE(held, nullptr);
@@ -95,8 +95,8 @@ TEST_F(CommRegistryTest, HandleReuseReplacesAndRemoveIfSameKeepsTheNewEntry) {
   const ncclComm_t a = handle(6);
   auto oldEntry = makeEntry(a, 0);
   auto newEntry = makeEntry(a, 1);
-  registry.insertShared(oldEntry);
-  registry.insertShared(newEntry);
+  registry.insert(oldEntry);
+  registry.insert(newEntry);
   EXPECT_EQ(registry.find(a), newEntry);
   registry.removeIfSame(a, oldEntry);
   EXPECT_EQ(registry.find(a), newEntry);
@@ -131,7 +131,7 @@ TEST_F(CommRegistryTest, ConcurrentLookupsInsertsAndRemovals) {
     if (round % 3 == 2) {
       registry.remove(comm);
     } else {
-      registry.insertShared(makeEntry(comm, round));
+      registry.insert(makeEntry(comm, round));
     }
   }
   stop.store(true);
@@ -160,7 +160,7 @@ TEST_F(CommRegistryTest, RequestAbortRaisesTheKernelsAbortFlag) {
   auto lc = makeEntry(a);
   LamportHostFlags flags{};
   lc->hostFlags = &flags;
-  CommRegistry::instance().insertShared(lc);
+  CommRegistry::instance().insert(lc);
   requestAbort(a);
   EXPECT_EQ(flags.abort, 1u);
   requestAbort(handle(9));  // unknown: no-op
@@ -171,7 +171,7 @@ TEST_F(CommRegistryTest, RequestAbortRaisesTheKernelsAbortFlag) {
 TEST_F(CommRegistryTest, MarkFinalizedRoutesLaterCallsToNccl) {
   const ncclComm_t a = handle(10);
   auto lc = makeEntry(a);
-  CommRegistry::instance().insertShared(lc);
+  CommRegistry::instance().insert(lc);
   EXPECT_FALSE(lc->finalized.load());
   markFinalized(a);
   EXPECT_TRUE(lc->finalized.load());
@@ -184,7 +184,7 @@ TEST_F(CommRegistryTest, HandOverToNcclRevokesFinalizesAndAborts) {
   auto lc = makeEntry(a);
   LamportHostFlags flags{};
   lc->hostFlags = &flags;
-  CommRegistry::instance().insertShared(lc);
+  CommRegistry::instance().insert(lc);
   handOverToNccl(a);
   EXPECT_TRUE(lc->revoked.load());
   EXPECT_TRUE(lc->finalized.load());
@@ -199,7 +199,7 @@ TEST_F(CommRegistryTest, ReleasingAnIneligibleCommForgetsIt) {
   const ncclComm_t a = handle(13);
   auto lc = makeEntry(a);
   lc->eligible = false;
-  CommRegistry::instance().insertShared(lc);
+  CommRegistry::instance().insert(lc);
   releaseComm(a, /*aborting=*/false);
   EXPECT_EQ(CommRegistry::instance().find(a), nullptr);
   EXPECT_EQ(lc.use_count(), 1);

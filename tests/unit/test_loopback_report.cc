@@ -119,7 +119,7 @@ TEST(BuildCommit, NamesTheCheckedOutCommit) {
 
 // Every variant of a run is launched with the one layout of the run's largest size. The two-shot
 // kernel needs 2 * ceil(vectors / nRanks) * 16 <= slotBytes (kernels/lamport_allreduce.h, and
-// launchLamportOneShot answers cudaErrorInvalidValue otherwise): with one 16-byte vector as the
+// launchLamportAllReduce answers cudaErrorInvalidValue otherwise): with one 16-byte vector as the
 // largest message (--loopback 4 --max-bytes 16, or 8) a one-vector slot refused every two-shot call.
 TEST(LoopbackReport, LayoutHoldsEveryVariantAtEverySize) {
   for (int n = 2; n <= 8; ++n) {

@@ -262,7 +262,7 @@ namespace {
 
 // Breaker sweep (routing review): whatever path routeAllReduce picks on a communicator's agreed
 // table (settleVerdict: oneShotMaxBytes = agreed slot, twoShotMaxBytes = agreedTwoShotMaxBytes),
-// the call passes the launcher's own checks (kernels/lamport_oneshot.cu, argsValid): one-shot
+// the call passes the launcher's own checks (kernels/lamport_launch.cu, argsValid): one-shot
 // count <= slot / elem; two-shot 2 * ceil(vectors / nRanks) * 16 <= slot and at most 2^31 vectors.
 // Covers non-power-of-two ranks, fp16/bf16 byte counts that are no multiple of 16, knob extremes
 // (1, 15, 16, 17, just around the capacity, huge) and counts smaller than nRanks.

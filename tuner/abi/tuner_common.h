@@ -1,4 +1,4 @@
-// Types shared by every NCCL tuner ABI version (v2..v6), declared by us with NCCL's layout.
+// Types shared by every NCCL tuner ABI version (v2..v7), declared by us with NCCL's layout.
 //
 // NCCL passes these by value or pointer across the plugin boundary, so only their size and
 // numeric values matter; names are ours. Read from NVIDIA/nccl src/include/nccl_common.h and

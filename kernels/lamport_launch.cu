@@ -1,4 +1,5 @@
-// Host launchers of the Lamport one-shot kernel and the workspace init (lamport_allreduce.h).
+// Host launcher of every Lamport allreduce kernel (one-shot, its baseline, two-shot) and of the
+// workspace init (lamport_allreduce.h).
 // No policy here: validate, size the grid, launch, return the launch's cudaError_t.
 #include <algorithm>
 #include <atomic>
@@ -6,7 +7,7 @@
 
 #include "kernels/lamport_allreduce.h"
 #include "kernels/lamport_kernel_select.h"
-#include "kernels/lamport_oneshot.cuh"
+#include "kernels/lamport_oneshot_baseline.cuh"
 #include "kernels/lamport_oneshot_fast.cuh"
 
 namespace nccl_lamport {
@@ -20,12 +21,12 @@ namespace nccl_lamport {
   LAMPORT_ONESHOT_FOR_EACH_NRANKS(X, T, LamportReduceOp::kSum) \
   LAMPORT_ONESHOT_FOR_EACH_NRANKS(X, T, LamportReduceOp::kAvg)
 #define LAMPORT_ONESHOT_INSTANTIATE(T, OP, N)                                                        \
-  template __global__ void lamportOneShotKernel<T, OP, N>(const __grid_constant__ LamportOneShotArgs); \
-  template __global__ void lamportOneShotFastKernel<T, OP, N>(const __grid_constant__ LamportOneShotArgs); \
+  template __global__ void lamportOneShotBaselineKernel<T, OP, N>(const __grid_constant__ LamportAllReduceArgs); \
+  template __global__ void lamportOneShotFastKernel<T, OP, N>(const __grid_constant__ LamportAllReduceArgs); \
   template __global__ void lamportOneShotFastKernel<T, OP, N, 1, LamportFastPass::kSinglePass>(        \
-      const __grid_constant__ LamportOneShotArgs);                                                     \
+      const __grid_constant__ LamportAllReduceArgs);                                                     \
   template __global__ void lamportOneShotFastKernel<T, OP, N, 1, LamportFastPass::kGridStridedStash>(  \
-      const __grid_constant__ LamportOneShotArgs);
+      const __grid_constant__ LamportAllReduceArgs);
 LAMPORT_ONESHOT_FOR_EACH_OP(LAMPORT_ONESHOT_INSTANTIATE, float)
 LAMPORT_ONESHOT_FOR_EACH_OP(LAMPORT_ONESHOT_INSTANTIATE, __half)
 LAMPORT_ONESHOT_FOR_EACH_OP(LAMPORT_ONESHOT_INSTANTIATE, __nv_bfloat16)
@@ -59,7 +60,7 @@ constexpr LamportFastPass kShippedFastPasses[] = {LamportFastPass::kGridStrided,
 
 template <typename T, LamportReduceOp OP, int N>
 OneShotKernel kernelFor(LamportKernelVariant variant, LamportFastPass pass) {
-  if (variant == LamportKernelVariant::kBaseline) return lamportOneShotKernel<T, OP, N>;
+  if (variant == LamportKernelVariant::kBaseline) return lamportOneShotBaselineKernel<T, OP, N>;
   switch (pass) {
     case LamportFastPass::kGridStrided:
       return lamportOneShotFastKernel<T, OP, N>;
@@ -168,13 +169,13 @@ struct LaunchShape {
 };
 
 /** True when args ask for an A/B shape: vectors per thread or a register cap (lamport_oneshot_variants.cu). */
-bool isAbShape(const LamportOneShotArgs& args) {
+bool isAbShape(const LamportAllReduceArgs& args) {
   return (args.vectorsPerThread != 0 && args.vectorsPerThread != kLamportFastVectorsPerThread) ||
          args.minBlocksPerSm != 0;
 }
 
 /** The shape for args, or a null kernel when the variant options are invalid. */
-LaunchShape shapeFor(const LamportOneShotArgs& args) {
+LaunchShape shapeFor(const LamportAllReduceArgs& args) {
   LaunchShape shape;
   if (args.variant != LamportKernelVariant::kBaseline && args.variant != LamportKernelVariant::kFast &&
       args.variant != LamportKernelVariant::kTwoShot) {
@@ -236,7 +237,7 @@ LaunchShape shapeFor(const LamportOneShotArgs& args) {
  * from the A/B ones (their cache slots after the shapes). A null kernel where args take none: not
  * kFast, or an A/B vectors-per-thread / register-cap shape.
  */
-LaunchShape fastPassShape(const LamportOneShotArgs& args, const LaunchShape& base, LamportFastPass pass) {
+LaunchShape fastPassShape(const LamportAllReduceArgs& args, const LaunchShape& base, LamportFastPass pass) {
   LaunchShape shape = base;
   shape.kernel = nullptr;
   if (base.kernel == nullptr || args.variant != LamportKernelVariant::kFast || isAbShape(args)) return shape;
@@ -288,7 +289,7 @@ int deviceLaunchFeatures(int device) {
 
 /**
  * Blocks of `kernel` that the current device runs at once (blocks per SM x SMs): a grid no larger
- * is resident as a whole, which the Lamport wait needs (see lamportOneShotKernel), and more
+ * is resident as a whole, which the Lamport wait needs (see lamportOneShotBaselineKernel), and more
  * resident threads keep more 16 B NVLink accesses in flight for large messages. Cached per
  * (device, variant); falls back to 132 (one block per H100/H200 SM) if a query fails.
  */
@@ -316,19 +317,19 @@ int maxResidentBlocks(OneShotKernel kernel, int variant, int blockThreads, int d
 namespace {
 
 /** Vectors (16 B) of the message. */
-size_t messageVectors(const LamportOneShotArgs& args) {
+size_t messageVectors(const LamportAllReduceArgs& args) {
   return (args.count * lamportElementBytes(args.datatype) + kLamportVectorBytes - 1) / kLamportVectorBytes;
 }
 
 /** Vectors one data thread index stands for: the whole message, or one chunk (two-shot). */
-size_t vectorsToSpread(const LamportOneShotArgs& args) {
+size_t vectorsToSpread(const LamportAllReduceArgs& args) {
   const size_t nVectors = messageVectors(args);
   if (args.variant != LamportKernelVariant::kTwoShot) return nVectors;
   return (nVectors + args.layout.nRanks - 1) / args.layout.nRanks;
 }
 
-/** The checks of launchLamportOneShot that need no CUDA call; false = cudaErrorInvalidValue. */
-bool argsValid(const LamportOneShotArgs& args, const LaunchShape& shape) {
+/** The checks of launchLamportAllReduce that need no CUDA call; false = cudaErrorInvalidValue. */
+bool argsValid(const LamportAllReduceArgs& args, const LaunchShape& shape) {
   const size_t elemBytes = lamportElementBytes(args.datatype);
   const LamportLayout& layout = args.layout;
   if (elemBytes == 0 || !layoutValid(layout) || args.rank < 0 || args.rank >= layout.nRanks ||
@@ -336,10 +337,9 @@ bool argsValid(const LamportOneShotArgs& args, const LaunchShape& shape) {
     return false;
   }
   if (args.variant == LamportKernelVariant::kTwoShot) {
-    // A scatter and a gather chunk fit in every one-shot slot; the message itself may be up to
-    // nRanks / 2 slots. Vector indices stay far below 2^32 (the kernel counts them in uint32_t).
-    if (args.count > (size_t{1} << 31) * kLamportVectorBytes / elemBytes ||
-        2 * vectorsToSpread(args) * kLamportVectorBytes > layout.slotBytes) {
+    // The message may be up to nRanks / 2 slots (lamportTwoShotMaxVectors); compared as a count
+    // so that no byte count can overflow.
+    if (args.count > lamportTwoShotMaxVectors(layout.nRanks, layout.slotBytes) * kLamportVectorBytes / elemBytes) {
       return false;
     }
   } else if (args.count > layout.slotBytes / elemBytes) {
@@ -357,7 +357,7 @@ bool argsValid(const LamportOneShotArgs& args, const LaunchShape& shape) {
  * 1/kLamportResidencyShare of it (kFast, issue 10 point 1), then at args.maxBlocks. residentOut:
  * the blocks the device holds at once (for the PDL trigger choice).
  */
-size_t gridBlocks(const LamportOneShotArgs& args, const LaunchShape& shape, int device, int* residentOut = nullptr) {
+size_t gridBlocks(const LamportAllReduceArgs& args, const LaunchShape& shape, int device, int* residentOut = nullptr) {
   size_t blocks = (vectorsToSpread(args) + shape.dataThreads - 1) / shape.dataThreads;
   int limit = maxResidentBlocks(shape.kernel, shape.cacheIndex, shape.blockThreads, device, shape.dynamicSmemBytes);
   if (residentOut != nullptr) *residentOut = limit;
@@ -374,7 +374,7 @@ size_t gridBlocks(const LamportOneShotArgs& args, const LaunchShape& shape, int 
 
 }  // namespace
 
-cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t stream) {
+cudaError_t launchLamportAllReduce(const LamportAllReduceArgs& args, cudaStream_t stream) {
   LaunchShape shape = shapeFor(args);
   if (!argsValid(args, shape)) return cudaErrorInvalidValue;
   // An empty call is a no-op on every rank alike (count is the same everywhere): no launch, and
@@ -446,7 +446,7 @@ cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t st
     // caller's value differs, e.g. 0 = the launcher's choice, or -1 = always early).
     const int trigger = lamportKernelTriggerArg(args.triggerAfterWait, blocks, resident);
     if (args.triggerAfterWait != trigger) {
-      LamportOneShotArgs adjusted = args;
+      LamportAllReduceArgs adjusted = args;
       adjusted.triggerAfterWait = trigger;
       return cudaLaunchKernelEx(&config, shape.kernel, adjusted);
     }
@@ -454,7 +454,7 @@ cudaError_t launchLamportOneShot(const LamportOneShotArgs& args, cudaStream_t st
   return cudaLaunchKernelEx(&config, shape.kernel, args);
 }
 
-int lamportOneShotResidentBlocks(const LamportOneShotArgs& args) {
+int lamportAllReduceResidentBlocks(const LamportAllReduceArgs& args) {
   const LaunchShape shape = shapeFor(args);
   if (!argsValid(args, shape)) return 0;
   int device = 0;
@@ -470,10 +470,10 @@ int lamportOneShotResidentBlocks(const LamportOneShotArgs& args) {
   return blocks;
 }
 
-int lamportOneShotGridBlocks(const LamportOneShotArgs& args) {
+int lamportAllReduceGridBlocks(const LamportAllReduceArgs& args) {
   const LaunchShape shape = shapeFor(args);
   if (!argsValid(args, shape)) return 0;
-  LamportOneShotArgs uncapped = args;
+  LamportAllReduceArgs uncapped = args;
   uncapped.maxBlocks = 0;
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) device = -1;
