@@ -1,5 +1,5 @@
 // Where the Lamport one-shot stops paying, read off one nccl-lamport-bench run: the evidence the
-// built-in crossovers of tuner/routing.cc come from (docs/crossover-h200.md; issue 4 measures
+// built-in crossovers of tuner/routing.cc come from (docs/crossover-h200.md; the multi-GPU runs measure
 // them at 4 and 8 ranks). Host code only.
 #pragma once
 

@@ -62,7 +62,7 @@ std::vector<LoopbackVariant> loopbackVariants(int nRanks, DType dtype) {
   v.push_back({"fast-t64", false, false, 64, true});
   v.push_back({"fast-t32", false, false, 32, true});
   v.push_back({"fast-nobound", false, false, 0, true, 1, -1});
-  // The residency bound's trade-off (issue 10.1 against issue 11's large messages): the default
+  // The residency bound's trade-off (communicators that fit together against large messages): the default
   // takes a quarter of the device and the late PDL trigger above 1/12 of it; the kernel of the
   // morning of 2026-12-02 took an eighth with the early trigger always; a quarter with the early
   // trigger always (not safe for four streams, timed for reference); the late trigger always.
@@ -123,7 +123,7 @@ std::string formatLoopbackHeader(const LoopbackInfo& info, const std::vector<Loo
                 info.nRanks, info.nRanks, info.nRanks, info.device, info.gpuName.c_str(), info.smCount);
   out += line;
   out += "# loopback has NO NVLink hop: peer stores land in local HBM; absolute times are below the multi-GPU ones,\n"
-         "#   kernel and launch changes move both alike (SPEC section 8). Real workspaces, the real kernels and\n"
+         "#   kernel and launch changes move both alike. Real workspaces, the real kernels and\n"
          "#   launch function, no NCCL.\n";
   out += std::string("# build: ") + buildCommit() + "\n";
   std::snprintf(line, sizeof(line), "# CUDA runtime %d.%d, driver API %d.%d, driver %s; %s; seed %llu\n",

@@ -4,7 +4,7 @@
 // Loopback = N ranks as N streams of one process on ONE GPU, real workspaces, the real kernels and
 // launch function (launchLamportAllReduce), no NCCL (NCCL refuses two ranks on one GPU). The
 // "peer" stores land in local HBM, so there is no NVLink hop: absolute times are below the
-// multi-GPU ones, but kernel and launch changes move both alike (SPEC section 8).
+// multi-GPU ones, but kernel and launch changes move both alike.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -40,7 +40,7 @@ struct LoopbackVariant {
 /**
  * The variants of a loopback run at nRanks, baseline first (the ratios are baseline / variant):
  * baseline, fast, fast without PDL, fast with 256 and 512 data threads, fast without the
- * residency bound of issue 10.1 (fast-nobound: what the bound costs), the earlier default (an
+ * co-residency bound, kLamportResidencyShare (fast-nobound: what the bound costs), the earlier default (an
  * eighth of the device, early PDL trigger: fast-share8-early), a quarter with the early trigger
  * (fast-share4-early), the late trigger always (fast-late), and two-shot (default and
  * twoshot-share8-early, twoshot-t256) where nRanks >= 4. For bf16 at 2, 4 and 8 ranks also the

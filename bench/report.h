@@ -1,5 +1,5 @@
 // nccl-lamport-bench report: turns the ranks' result slots into rows (times reduced across ranks
-// with MAX, as SPEC 8 asks: a collective is as slow as its slowest rank) and writes them as the
+// with MAX: a collective is as slow as its slowest rank) and writes them as the
 // stdout table, CSV and JSON. Host code only.
 #pragma once
 

@@ -44,7 +44,7 @@ typedef struct {
 /**
  * The path an ncclAllReduce(comm, count, datatype, op) call would be routed to now, from the
  * communicator's state and the routing table (count in elements). The answer depends only on
- * values that are identical on every rank (SPEC 4.6). It does not see the call's buffers or
+ * values that are identical on every rank (docs/design.md, "Routing"). It does not see the call's buffers or
  * stream: the call itself still goes to NCCL, even where this says one-shot or two-shot, when a
  * buffer is NULL, NCCL reports the communicator failed or busy, or NCCL's pointer checks
  * (NCCL_CHECK_POINTERS) would refuse a buffer.

@@ -35,10 +35,11 @@ enum LamportError : uint32_t { kLamportOk = 0, kLamportTimedOut = 1, kLamportAbo
  *              fence on a data thread); the abort flag read by one lane per warp; one vector
  *              per data thread at a time (more, with all their polls in flight together, are
  *              A/B shapes: LamportAllReduceArgs::vectorsPerThread); 128 data threads per block by
- *              default, 256 from 128 KB (lamportDefaultDataThreads); at most 1/kLamportResidencyShare of the device per launch (issue 10.1),
- *              the late PDL trigger above 1/kLamportEarlyTriggerShare of it.
+ *              default, 256 from 128 KB (lamportDefaultDataThreads); at most
+ *              1/kLamportResidencyShare of the device per launch (the co-residency bound
+ *              below), the late PDL trigger above 1/kLamportEarlyTriggerShare of it.
  *   kBaseline: 512-thread blocks, full-residency grid, no PDL, fence + atomic arrival on thread 0
- *              (research/kernel-speed.md measured it; its full-residency grid can deadlock two
+ *              (docs/results-loopback-1xh200.md measures it; its full-residency grid can deadlock two
  *              communicators used in opposite orders: A/B timing only).
  *   kTwoShot:  the two-shot kernel (kernels/lamport_twoshot.cuh: Lamport reduce-scatter then
  *              all-gather, the kFast launch options and grid bound), for many ranks and large
@@ -78,7 +79,7 @@ enum class LamportFastPass : int {
 /**
  * One launch takes at most 1/kLamportResidencyShare of the blocks the device holds at once, so
  * that other spinning Lamport grids (other communicators, other ranks sharing the GPU in tests)
- * are co-resident and no wait can depend on a block that cannot get an SM (issue 10 point 1).
+ * are co-resident and no wait can depend on a block that cannot get an SM.
  * With programmatic dependent launch a stream can also hold its next call's grid, pre-launched
  * while the current one may still wait; that is allowed only for grids of at most
  * 1/kLamportEarlyTriggerShare of the device (small messages, where the early launch is worth
@@ -132,7 +133,7 @@ constexpr int kLamportFastStashGroups = 3;
  * per block: the stash's kLamportFastStashGroups 16-byte vectors a data thread, whether the kernel
  * uses it or not. Why every kernel: an SM's shared-memory carveout is set for the blocks it runs,
  * so an SM configured for a spinning kernel with almost no shared memory might not take a stash
- * block beside it, which is the deadlock of issue 10 point 1. With one size per block size, the
+ * block beside it, which is the deadlock that bound prevents. With one size per block size, the
  * co-residency argument of kLamportResidencyShare covers every mix of these kernels. At most 24 KB
  * (512 data threads); it does not lower the blocks an SM holds (registers limit them first).
  */

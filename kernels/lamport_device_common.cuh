@@ -66,7 +66,7 @@ constexpr uint64_t kWaiterGiveUp = ~0ull;
  *
  * The block's give-up flag (shared memory) is read and written with atomics only: one thread sets
  * it while others read it with no barrier in between, which compute-sanitizer racecheck reports
- * as a hazard for plain accesses (issue 10 point 12); atomics are race-free by definition and
+ * as a hazard for plain accesses; atomics are race-free by definition and
  * cost nothing here (once per kLamportSpinsPerCheck spins). The host-mapped abort flag is read by
  * the lowest active lane of the warp only (a PCIe read each: a long skew would otherwise cost
  * ~200k reads per check round); the other lanes learn of an abort through the block flag at their

@@ -354,7 +354,7 @@ bool argsValid(const LamportAllReduceArgs& args, const LaunchShape& shape) {
 /**
  * Grid of one launch: the whole message in flight at once (one 16 B vector per data thread, one
  * block for tiny messages), capped at what the device holds at once (kBaseline) or at
- * 1/kLamportResidencyShare of it (kFast, issue 10 point 1), then at args.maxBlocks. residentOut:
+ * 1/kLamportResidencyShare of it (kFast: the co-residency bound), then at args.maxBlocks. residentOut:
  * the blocks the device holds at once (for the PDL trigger choice).
  */
 size_t gridBlocks(const LamportAllReduceArgs& args, const LaunchShape& shape, int device, int* residentOut = nullptr) {

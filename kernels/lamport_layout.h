@@ -6,8 +6,9 @@
 //   s for s < r and s - 1 for s > r (a rank keeps its own contribution in registers).
 //
 // The control block holds LamportDeviceState; peers map the whole allocation but only ever write
-// into buffer slots. Three buffers rotate (research/kernel-anchors.md section 1, "Why three
-// buffers"): a rank writes round k into buffer k % 3 and clears buffer (k + 2) % 3 meanwhile.
+// into buffer slots. Three buffers rotate: a rank writes round k into buffer k % 3 and clears
+// buffer (k + 2) % 3 meanwhile. With two, a peer already in round k + 1 could write into the
+// buffer this rank is still clearing.
 #pragma once
 
 #include <cstddef>

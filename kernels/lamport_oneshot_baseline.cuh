@@ -13,9 +13,8 @@
 // dirtyBytes 0, so the next round, whichever kernel it runs, has nothing to clear:
 // lamport_oneshot_fast.cuh, clearReceived.)
 // Right after publishing, the last block to arrive advances the rotation state in device memory,
-// so CUDA-graph replays need no host involvement (research/kernel-anchors.md section 1, "Where
-// the rotation state lives"). No fence on the data path; the only fence orders a block's state
-// read before its arrival.
+// so CUDA-graph replays need no host involvement. No fence on the data path; the only fence
+// orders a block's state read before its arrival.
 #pragma once
 
 #include "kernels/lamport_device_common.cuh"
@@ -36,7 +35,7 @@ constexpr int kLamportOneShotThreads = 512;
  * any. LamportKernelVariant::kBaseline only (kept for A/B timing): the launcher sizes its grid to
  * full residency (occupancy x SMs), so all of ITS blocks are resident together, but that leaves no
  * room for a second communicator's kernel: two communicators used in opposite orders on two ranks
- * then wait on each other until the timeout (issue 10 point 1). The default kernel
+ * then wait on each other until the timeout. The default kernel
  * (lamport_oneshot_fast.cuh) takes a bounded share of the device instead.
  */
 template <typename T, LamportReduceOp OP, int NRANKS>

@@ -1,6 +1,6 @@
 // The default Lamport one-shot kernel (LamportKernelVariant::kFast). Same protocol, workspace and
 // rotation state as lamportOneShotBaselineKernel (lamport_oneshot_baseline.cuh, kept as kBaseline
-// for A/B timing); what differs is where the fixed cost goes (research/kernel-speed.md sections 1-3):
+// for A/B timing); what differs is where the fixed cost goes (docs/results-loopback-1xh200.md):
 //
 //  - Programmatic dependent launch (sm_90+): every thread waits on griddepcontrol.wait before it
 //    reads the rotation state or sendbuff, so the launch itself overlaps the previous kernel on the
@@ -19,8 +19,8 @@
 //    in shared memory for the reduce pass instead of being read twice, and each vector received
 //    is set back to the sentinel right after it is reduced, while its line is in L2 (one dirty
 //    line written back once, instead of a second pass over the buffer a round later).
-//  - Grid: one launch takes at most 1/kLamportResidencyShare of the device (issue 10 point 1).
-//    Correct for any grid: vectors are grid-strided, and a thread publishes all its vectors before
+//  - Grid: one launch takes at most 1/kLamportResidencyShare of the device (the co-residency
+//    bound). Correct for any grid: vectors are grid-strided, and a thread publishes all its vectors before
 //    it waits on any, so a wait never depends on a block that has not published yet being unable
 //    to run (every block of a launch publishes before it waits).
 #pragma once

@@ -5,11 +5,12 @@
 // compiler (no CUDA headers), so tests/unit/test_lamport_primitives.cc checks on the CPU exactly the
 // logic the kernels run. CUDA-only parts are under `#if defined(__CUDACC__)`.
 //
-// The protocol in one paragraph (research/kernel-anchors.md sections 1 and 7): every word of a
-// receive slot holds the "empty" sentinel until a peer's store lands there. A receiver polls its
-// local slot with 16-byte volatile loads until no 32-bit word is the sentinel, so the data itself is
-// the flag: no fences and no separate flag store on the data path. That only works if no word of
-// real data can equal the sentinel, which is why inputs are sanitized before they are published.
+// The protocol in one paragraph (the Lamport scheme of TensorRT-LLM's and FlashInfer's one-shot
+// allreduce): every word of a receive slot holds the "empty" sentinel until a peer's store lands
+// there. A receiver polls its local slot with 16-byte volatile loads until no 32-bit word is the
+// sentinel, so the data itself is the flag: no fences and no separate flag store on the data
+// path. That only works if no word of real data can equal the sentinel, which is why inputs are
+// sanitized before they are published.
 #pragma once
 
 #include <cstddef>
@@ -316,7 +317,8 @@ LAMPORT_HD inline void lamportStoreBytes(void* dst, const LamportVec& v, int nby
 
 // ---------------------------------------------------------------------------------------------
 // Workspace accesses (device only). Weak or volatile 16-byte operations and no fences: a
-// release/acquire pair doubled the one-way NVLink hop on H200 (research/kernel-anchors.md s. 6).
+// release/acquire pair doubles the one-way NVLink hop on H200 (reported by the kernel reviews
+// this project started from; not re-measured here).
 // ---------------------------------------------------------------------------------------------
 #if defined(__CUDACC__)
 

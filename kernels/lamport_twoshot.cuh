@@ -1,7 +1,6 @@
 // Lamport two-shot allreduce kernel (LamportKernelVariant::kTwoShot): a Lamport reduce-scatter
 // followed by a Lamport all-gather in one kernel, for many ranks and large messages, where the
-// one-shot's (nRanks - 1) x message per rank costs more wire time than the extra hop
-// (research/kernel-speed.md section 3.5, research/kernel-anchors.md section 7.11).
+// one-shot's (nRanks - 1) x message per rank costs more wire time than the extra hop.
 //
 // The message's vectors are split into nRanks chunks of chunkVectors (the last ones shorter or
 // empty); rank c owns chunk c. One round, per data thread, per index i of a chunk:

@@ -46,7 +46,7 @@ ncclResult_t initOlderTuner(int abiVersion, const void* table, size_t nRanks, si
  * One getCollInfo query for the chained tuner, in its own ABI. costTable: NCCL's
  * float[numAlgo][numProto] (microseconds, -1 = not a candidate), non-null; nChannels as NCCL
  * passed it. Its result is ignored: NCCL alone would fail the collective on an error, ours never
- * does (SPEC 6); whatever it wrote before failing stays.
+ * does; whatever it wrote before failing stays.
  */
 void chainedGetCollInfo(const ChainedTuner& chained, int collType, size_t nBytes, int numPipeOps,
                         float* costTable, int numAlgo, int numProto, int regBuff, int* nChannels);

@@ -1,5 +1,5 @@
 // The tuner that loading ours displaced, so it keeps answering for everything we leave to NCCL
-// (issue 9 point 4; SPEC 2: "keeps the tuner it displaced working behind it").
+// (README, "Clients": the tuner it displaced keeps answering behind it).
 //
 // NCCL loads one tuner: the one NCCL_TUNER_PLUGIN names, else libnccl-tuner.so, else the one the
 // net plugin ships (aws-ofi-nccl's). Naming ours therefore displaces (a) a tuner named in

@@ -9,9 +9,9 @@ namespace nccl_lamport {
 
 size_t defaultOneShotMaxBytes(int nRanks, int smArch) {
   // 2 x H200 (sm_90): measured, see docs/crossover-h200.md.
-  // nRanks 4 and 8: not measured yet (issue 4); TensorRT-LLM's legacy selector (one-shot < 1 MB
-  // at N <= 4, < 500 KB at N > 4) and vLLM's (N <= 4 < 512 KB, N = 8 < 256 KB) bracket them, so
-  // take the lower of each pair until a measurement replaces it.
+  // nRanks 4 and 8: not measured yet (no 4- or 8-GPU machine so far); TensorRT-LLM's legacy
+  // selector (one-shot < 1 MB at N <= 4, < 500 KB at N > 4) and vLLM's (N <= 4 < 512 KB, N = 8
+  // < 256 KB) bracket them, so take the lower of each pair until a measurement replaces it.
   (void)smArch;
   if (nRanks <= 1) return 0;
   if (nRanks == 2) return size_t{16} << 20;

@@ -2,8 +2,8 @@
 // two-shot or NCCL.
 //
 // One object serves both the interposer (which path an allreduce takes) and the tuner. Every
-// input is identical on every rank of a communicator (SPEC 4.6): never pointers, streams, capture
-// state or timing, so no two ranks can take different paths and hang.
+// input is identical on every rank of a communicator (docs/design.md, "Routing"): never
+// pointers, streams, capture state or timing, so no two ranks can take different paths and hang.
 #pragma once
 
 #include <cstddef>
@@ -26,7 +26,7 @@ struct RoutingTable {
 };
 
 /** Fewest ranks the two-shot kernel is routed to: at 2 ranks it moves the same bytes as the
- *  one-shot plus one more hop, so it never wins (research/kernel-speed.md section 3.5). */
+ *  one-shot plus one more hop, so it never wins. */
 constexpr int kTwoShotMinRanks = 4;
 
 /**
@@ -59,8 +59,8 @@ RoutingTable makeRoutingTable(int nRanks, int smArch, size_t overrideOneShotMaxB
 
 /**
  * Built-in two-shot crossover (bytes) for nRanks GPUs of arch smArch: 0 (no two-shot) until it is
- * measured on a multi-GPU machine and committed in docs/, as SPEC section 6 asks of built-in
- * defaults; NCCL_LAMPORT_TWOSHOT_MAX_BYTES turns it on. Always 0 below kTwoShotMinRanks.
+ * measured on a multi-GPU machine and committed in docs/, as every built-in crossover is;
+ * NCCL_LAMPORT_TWOSHOT_MAX_BYTES turns it on. Always 0 below kTwoShotMinRanks.
  */
 size_t defaultTwoShotMaxBytes(int nRanks, int smArch);
 

@@ -1,7 +1,7 @@
 // The tuner, written once. tuner_plugin.cc adapts each NCCL tuner ABI version (v2..v7) onto
 // these functions; nothing here knows which version called it beyond the recorded number.
 //
-// Contract with NCCL (SPEC 6): init and getCollInfo never return an error (an error there fails
+// Contract with NCCL: init and getCollInfo never return an error (an error there fails
 // the user's communicator or collective), nChannels is never written, cost entries NCCL marked
 // -1 are never touched, every entry point is thread-safe, and no state outlives finalize except
 // a few trivially-destructible process-wide flags, so NCCL may dlclose and reload the object.
@@ -180,7 +180,7 @@ std::string tunerOnlyReason(int abiVersion, bool enabled, bool hooksWanted, cons
 bool preloadListNames(const char* ldPreload, const char* ourPath);
 
 /**
- * Self-registration as NCCL's tuner (SPEC 2), as a pure decision: true when ldPreload names
+ * Self-registration as NCCL's tuner (README, "Clients"), as a pure decision: true when ldPreload names
  * our object (preloadListNames) and tunerPluginEnv (NCCL_TUNER_PLUGIN) is unset or empty.
  * The caller then sets NCCL_TUNER_PLUGIN=ourPath.
  */

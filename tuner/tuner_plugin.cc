@@ -17,7 +17,7 @@ namespace {
 
 constexpr const char* kTunerName = "lamport";
 
-/** Inside a catch block: no exception may reach NCCL through the C ABI (issue 10, point 7). WARNs
+/** Inside a catch block: no exception may reach NCCL through the C ABI. WARNs
  *  and returns `result`: an init fails (NCCL then runs without this tuner), a getCollInfo or a
  *  finalize succeeds having changed nothing (NCCL's own choice stands). */
 ncclResult_t tunerException(const char* entry, ncclResult_t result) noexcept {

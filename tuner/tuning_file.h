@@ -1,7 +1,7 @@
 // The tuning file: crossovers measured on one machine by `nccl-lamport-bench --tune FILE`, read
 // by the routing when NCCL_LAMPORT_TUNING_FILE names it. Format: docs/tuning-file.md.
 //
-// Precedence for each crossover (SPEC section 6): NCCL_LAMPORT_ONESHOT_MAX_BYTES /
+// Precedence for each crossover (docs/tuning-file.md): NCCL_LAMPORT_ONESHOT_MAX_BYTES /
 // NCCL_LAMPORT_TWOSHOT_MAX_BYTES when set (non-zero), else the tuning file's value when the file
 // is for this (nRanks, smArch), else the built-in table of tuner/routing.cc. A missing or bad
 // file, or one measured for another nRanks or GPU arch, is a WARN and the built-in table.

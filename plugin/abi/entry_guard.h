@@ -1,4 +1,4 @@
-// No C++ exception may cross the C ABI (issue 10, point 7): a throw out of an extern "C" entry
+// No C++ exception may cross the C ABI: a throw out of an extern "C" entry
 // point is std::terminate for the user's process. Every exported entry is a function-try-block
 // ending in `catch (...) { return resultOfException("name"); }`; work of ours that runs after NCCL
 // has answered catches for itself, so that a failure of ours never changes NCCL's result.

@@ -1,5 +1,6 @@
-// Tear-down of communicators (SPEC 4.5): abort requests, finalize, hand-over to NCCL, and the
-// release of a workspace once no kernel of ours can still use it. Defined in comm_teardown.cc.
+// Tear-down of communicators (docs/design.md, "Communicator lifecycle"): abort requests,
+// finalize, hand-over to NCCL, and the release of a workspace once no kernel of ours can still
+// use it. Defined in comm_teardown.cc.
 #pragma once
 
 #include <nccl.h>

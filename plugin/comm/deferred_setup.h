@@ -1,4 +1,5 @@
-// Workspace set-up of non-blocking communicators (config.blocking = 0), SPEC 4.3.
+// Workspace set-up of non-blocking communicators (config.blocking = 0): docs/design.md,
+// "Non-blocking communicators".
 //
 // NCCL asks programs to poll ncclCommGetAsyncError until a non-blocking communicator reports
 // ncclSuccess before they use it. We keep that window open a little longer: a helper thread

@@ -1,5 +1,5 @@
-// The host-local rendezvous of tuner activation (SPEC 4a): the local ranks of one communicator
-// meet inside NCCL's init, where no NCCL collective can run, and leave with one verdict.
+// The host-local rendezvous of tuner activation (docs/tuner-activation.md): the local ranks of
+// one communicator meet inside NCCL's init, where no NCCL collective can run, and leave with one verdict.
 //
 // Key: (uid, commId, nRanks). commId is NCCL's commHash (the same on every rank, new for each
 // split); nRanks is part of the key, so ranks that disagree on it never meet and each side
@@ -13,7 +13,7 @@
 // a random nonce, so the order - and with it the reduction order - is the same everywhere),
 // collects an acknowledgement from each, then sends the commit: true only if every rank
 // acknowledged a true verdict. A rank that loses its leader, or gets no commit in time, returns
-// false. Residual risk (SPEC 4a): a leader that dies between two commits leaves ranks with
+// false. Residual risk: a leader that dies between two commits leaves ranks with
 // different answers; the Lamport kernel's timeout bounds what follows.
 #pragma once
 

@@ -1,5 +1,5 @@
 // Workspace set-up inside the tuner's init, and binding each communicator handle to it at its
-// first hooked call (tuner activation, SPEC 4a; research/tuner-activation.md 4B).
+// first hooked call (tuner activation, docs/tuner-activation.md).
 //
 // NCCL calls the tuner's init during every communicator's init, on every rank, with
 // context == &comm->tunerContext: a pointer inside NCCL's struct ncclComm (about 1.1-1.2 MB in

@@ -1,4 +1,4 @@
-// Workspace set-up for communicators (SPEC 4.3, 4.4); tear-down is plugin/comm/comm_teardown.h.
+// Workspace set-up for communicators (docs/design.md, "Workspace"); tear-down is plugin/comm/comm_teardown.h.
 //
 // setupWorkspaces() is the one place where ranks talk to each other outside the user's calls. It
 // must run at a point that is the same on every rank and outside any group and any stream
@@ -16,7 +16,7 @@
 //      checks NVLink + P2P to every peer, maps every peer's workspace (same process: the handle;
 //      other process: a POSIX fd over a Unix socket), fills its buffers with the empty sentinel;
 //   4. round 2: all-gather of one "ok" word per rank; the communicator is accelerated only if
-//      every rank reported ok (SPEC 4.4).
+//      every rank reported ok.
 //
 // The steps are driven here (workspace_setup.cc); one round over NCCL is exchange_rounds.h,
 // steps 1 and 3 are this rank's workspace and its peers' (workspace_mapping.h), the verdicts
@@ -55,7 +55,7 @@ class SetupExchange {
 
 /**
  * The set-up of setupWorkspaces for one communicator whose handle is not known yet (inside the
- * tuner's init, SPEC 4a), with both rounds over `exchange`: nRanks ranks, this rank's device
+ * tuner's init, docs/tuner-activation.md), with both rounds over `exchange`: nRanks ranks, this rank's device
  * cudaDev; this rank's rank is its place in the exchange's order (the same order on every rank,
  * hence the same reduction order). Returns the entry, eligible or not, NOT registered: it is
  * bound to its handle at the handle's first hooked call. Logs no per-communicator verdict line:

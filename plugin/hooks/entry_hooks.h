@@ -1,4 +1,4 @@
-// Inline hooks on the exported entry points of a loaded library (tuner activation, SPEC 4a):
+// Inline hooks on the exported entry points of a loaded library (tuner activation, docs/tuner-activation.md):
 // the first bytes of each entry become a jump to a replacement function, and a trampoline (the
 // relocated first instructions followed by a jump back) still runs the original. Every caller
 // reaches the replacement, however it found the function: through the PLT, a pointer it took

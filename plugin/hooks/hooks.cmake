@@ -1,7 +1,8 @@
-# plugin/hooks: the entry hooks of tuner activation (SPEC 4a). Capstone decodes x86-64 prologues;
-# Debian's libcapstone-dev ships a position-independent static archive, linked into the shared
-# object privately (the shared object's --exclude-libs,ALL keeps its symbols local, and a static
-# archive adds no DT_NEEDED). Without capstone (or off x86-64) the hooks report "not capable".
+# plugin/hooks: the entry hooks of tuner activation (docs/tuner-activation.md). Capstone decodes
+# x86-64 prologues; Debian's libcapstone-dev ships a position-independent static archive, linked
+# into the shared object privately (the shared object's --exclude-libs,ALL keeps its symbols
+# local, and a static archive adds no DT_NEEDED). Without capstone (or off x86-64) the hooks
+# report "not capable".
 add_library(lamport_hooks STATIC
   ${CMAKE_CURRENT_LIST_DIR}/prologue_relocator.cc
   ${CMAKE_CURRENT_LIST_DIR}/entry_hooks.cc

@@ -1,5 +1,5 @@
 // Copies the first instructions of a function into a trampoline so that the original function
-// can still be called after its entry has been overwritten by a jump (tuner activation, SPEC 4a).
+// can still be called after its entry has been overwritten by a jump (tuner activation).
 //
 // x86-64 only (capstone decodes instruction boundaries and operands). The copy is rewritten where
 // an instruction depends on its own address: RIP-relative memory operands get a new displacement,

@@ -1,4 +1,4 @@
-// Tuner activation (SPEC 4a): when NCCL 2.28+ loads this object only as its tuner, the first
+// Tuner activation (docs/tuner-activation.md): when NCCL 2.28+ loads this object only as its tuner, the first
 // tuner init hooks the entry points of that NCCL (plugin/hooks/entry_hooks.h) so that every
 // caller reaches our wrappers, whose calls to NCCL then go through the trampolines
 // (plugin/loader/real_nccl.h: useHookedNccl).

@@ -1,4 +1,4 @@
-// The hot path: ncclAllReduce (SPEC 4.6 - 4.8).
+// The hot path: ncclAllReduce (docs/design.md, "Routing" and "Streams").
 //
 // The decision depends only on values identical on every rank (count, datatype, op, the
 // communicator's agreed state and routing table), never on pointers, streams, capture state or

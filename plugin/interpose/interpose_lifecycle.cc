@@ -1,4 +1,5 @@
-// Wrappers of NCCL's communicator lifecycle and group calls (SPEC 4.2, 4.3).
+// Wrappers of NCCL's communicator lifecycle and group calls (docs/design.md,
+// "Communicator lifecycle", "Non-blocking communicators" and "Groups").
 //
 // Every wrapper calls the real function first and then records what it needs; a failure of ours
 // never changes what NCCL returned. Workspace set-up runs only at safe points: after an ungrouped

@@ -1,4 +1,4 @@
-// The real NCCL functions, found at run time (SPEC 4.1): we never link libnccl, so the NCCL that
+// The real NCCL functions, found at run time (docs/loading.md): we never link libnccl, so the NCCL that
 // runs is the one the application loaded, or, when it loaded none (it dlopens us in NCCL's
 // place: vLLM/SGLang pynccl, ctypes, the LD_AUDIT module), one we load.
 //

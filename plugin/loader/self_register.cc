@@ -1,10 +1,10 @@
-// Self-registration as NCCL's tuner (SPEC 2): when this object is LD_PRELOADed and the user set
+// Self-registration as NCCL's tuner (README, "Clients"): when this object is LD_PRELOADed and the user set
 // no NCCL_TUNER_PLUGIN, point NCCL_TUNER_PLUGIN at our own absolute path, so NCCL's tuner
 // loader dlopen()s the object that is already loaded and the interposer and the tuner share
 // one copy of their state.
 //
 // Runs as a constructor: before main() for a preloaded object, when the process has one thread
-// and setenv is safe. No CUDA calls here (SPEC 4.1); the decision itself is the pure
+// and setenv is safe. No CUDA calls here; the decision itself is the pure
 // shouldSelfRegisterAsTuner() in tuner_impl.cc, unit-tested there.
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,6 @@
 // CUDA driver entry points for virtual memory management, obtained through the runtime's
-// cudaGetDriverEntryPointByVersion so the object has no DT_NEEDED on libcuda (SPEC 4.1).
+// cudaGetDriverEntryPointByVersion so the object has no DT_NEEDED on libcuda
+// (docs/loading.md, "Run-time dependencies").
 #pragma once
 
 #include <cuda.h>

@@ -1,6 +1,6 @@
 // Hands POSIX file descriptors (exported CUDA VMM handles) to other processes of the same host,
-// over abstract Unix-domain sockets with SCM_RIGHTS (research/kernel-anchors.md section 1, "Peer
-// buffers and handle exchange"). No files on disk, nothing to clean up after a crash.
+// over abstract Unix-domain sockets with SCM_RIGHTS, as NCCL hands over its own cuMem handles
+// (src/misc/ipcsocket.cc). No files on disk, nothing to clean up after a crash.
 #pragma once
 
 #include <string>

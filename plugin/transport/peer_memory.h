@@ -1,8 +1,8 @@
-// Peer-visible device memory built on CUDA VMM (SPEC 4.5): one exportable allocation per rank,
-// mapped by every peer. Same process: the peer maps the owner's allocation handle directly.
-// Other processes of the host: the handle travels as a POSIX file descriptor (fd_exchange.h).
-// MNNVL (a later step) will use FABRIC handles through the same two classes: the handle type is
-// a parameter here, not an assumption.
+// Peer-visible device memory built on CUDA VMM (docs/design.md, "Workspace"): one exportable
+// allocation per rank, mapped by every peer. Same process: the peer maps the owner's allocation
+// handle directly. Other processes of the host: the handle travels as a POSIX file descriptor
+// (fd_exchange.h). MNNVL (a later step) will use FABRIC handles through the same two classes:
+// the handle type is a parameter here, not an assumption.
 #pragma once
 
 #include <cuda.h>

@@ -1,6 +1,6 @@
-// Which GPUs of this host talk over NVLink with P2P access (SPEC 4.4). Uses NVML, loaded with
-// dlopen at run time (no DT_NEEDED), because NVML sees every GPU whatever CUDA_VISIBLE_DEVICES
-// says; falls back to CUDA's P2P attributes when NVML cannot be loaded.
+// Which GPUs of this host talk over NVLink with P2P access (docs/design.md, "Workspace"). Uses
+// NVML, loaded with dlopen at run time (no DT_NEEDED), because NVML sees every GPU whatever
+// CUDA_VISIBLE_DEVICES says; falls back to CUDA's P2P attributes when NVML cannot be loaded.
 #pragma once
 
 #include <string>
