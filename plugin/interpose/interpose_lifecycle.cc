@@ -64,12 +64,16 @@ int currentCudaDevice() {
   return cudaGetDevice(&device) == cudaSuccess ? device : -1;
 }
 
-/** What every init/split wrapper does once NCCL returned: set up now, later, or never. ctaCap:
- *  the blocks per launch its config (or parent) allows (plugin/comm/cta_cap.h; 0: none). */
-void onCommCreated(ncclResult_t result, ncclComm_t comm, bool blocking, int ctaCap) noexcept try {
+/** What every init/split wrapper does once NCCL returned the communicators it created together
+ *  (one, or ncclCommInitAll's): set them up now, later, or never. ctaCap: the blocks per launch
+ *  their config (or parent) allows (plugin/comm/cta_cap.h; 0: none). */
+void onCommsCreated(ncclResult_t result, const std::vector<ncclComm_t>& comms, bool blocking, int ctaCap) noexcept try {
   // NCCL has logged (and so opened NCCL_DEBUG_FILE) by now: our lines waiting for it go there.
   logFileCheckpoint();
-  if (comm == nullptr || (result != ncclSuccess && result != ncclInProgress)) return;
+  if (comms.empty() || (result != ncclSuccess && result != ncclInProgress)) return;
+  for (ncclComm_t comm : comms) {
+    if (comm == nullptr) return;
+  }
   // NCCL's answer wins over our reading of the mode: NCCL keeps its first reading of
   // NCCL_COMM_BLOCKING and may take it from its environment plugin. A set-up run inside init on a
   // communicator still in progress would have its exchange refused or wait on peers.
@@ -78,25 +82,34 @@ void onCommCreated(ncclResult_t result, ncclComm_t comm, bool blocking, int ctaC
   // device (before, they never touch CUDA and print [-1]).
   setLogDeviceQuery(currentCudaDevice);
   // Taken by the set-up, or under tuner activation by the binding at the first call.
-  noteCtaCap(comm, ctaCap);
+  for (ncclComm_t comm : comms) noteCtaCap(comm, ctaCap);
   // Tuner activation: these set-up points are not the same on every rank in that mode (a rank's
   // first communicator was created before its hooks); the comm is bound at its first call.
   if (tunerHooksInstalled()) return;
   if (!blocking) {
     if (tGroupDepth > 0) {
-      tNonBlockingCreatedInGroup.push_back(comm);
+      tNonBlockingCreatedInGroup.insert(tNonBlockingCreatedInGroup.end(), comms.begin(), comms.end());
     } else {
-      startDeferredSetup({comm});
+      startDeferredSetup(comms);
     }
     return;
   }
   if (tGroupDepth > 0) {
-    tCommsCreatedInGroup.push_back(comm);
+    tCommsCreatedInGroup.insert(tCommsCreatedInGroup.end(), comms.begin(), comms.end());
     return;
   }
-  setupWorkspaces({comm});
+  setupWorkspaces(comms);
 } catch (...) {
-  resultOfException("workspace set-up after init");  // the communicator stays on NCCL
+  resultOfException("workspace set-up after init");  // the communicators stay on NCCL
+}
+
+/** onCommsCreated for the one communicator of an init, split or shrink. */
+void onCommCreated(ncclResult_t result, ncclComm_t comm, bool blocking, int ctaCap) noexcept {
+  try {
+    onCommsCreated(result, std::vector<ncclComm_t>{comm}, blocking, ctaCap);
+  } catch (...) {  // the vector's allocation
+    resultOfException("workspace set-up after init");
+  }
 }
 
 // How long ncclCommAbort waits for our own parts (kernels, set-up thread): it must return promptly.
@@ -227,23 +240,11 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, co
   if (!interposerEnabled()) return real(comms, ndev, devlist);
   markInterposerActive();
   ncclResult_t result = real(comms, ndev, devlist);
-  logFileCheckpoint();  // as onCommCreated
-  if ((result != ncclSuccess && result != ncclInProgress) || comms == nullptr) return result;
-  std::vector<ncclComm_t> created(comms, comms + ndev);
-  for (ncclComm_t c : created) noteCtaCap(c, 0);  // no config: NCCL_MAX_CTAS alone, at the set-up
-  if (tunerHooksInstalled()) return result;  // as onCommCreated
-  if (!isBlocking(nullptr, true)) {
-    if (tGroupDepth > 0) {
-      tNonBlockingCreatedInGroup.insert(tNonBlockingCreatedInGroup.end(), created.begin(), created.end());
-    } else {
-      startDeferredSetup(created);
-    }
-  } else if (result != ncclSuccess) {
-    return result;
-  } else if (tGroupDepth > 0) {
-    tCommsCreatedInGroup.insert(tCommsCreatedInGroup.end(), created.begin(), created.end());
+  // No config: NCCL_MAX_CTAS alone caps the blocks, at the set-up.
+  if (comms != nullptr && ndev > 0) {
+    onCommsCreated(result, std::vector<ncclComm_t>(comms, comms + ndev), isBlocking(nullptr, true), 0);
   } else {
-    setupWorkspaces(created);
+    logFileCheckpoint();
   }
   return result;
 } catch (...) {
