@@ -119,7 +119,7 @@ class LoopbackWorld {
     a.blockThreads = v.baseline ? 0 : v.blockThreads;
     a.disablePdl = v.pdl ? 0 : 1;
     a.vectorsPerThread = v.vectorsPerThread;
-    a.fastPass = static_cast<LamportFastPass>(v.fastPass);
+    a.fastPass = v.fastPass;
     a.minBlocksPerSm = v.minBlocksPerSm;
     a.remoteSyncDomain = v.remoteSyncDomain ? 1 : 0;
     // All N ranks' grids (and, with PDL, each stream's early-launched next grid) must be resident

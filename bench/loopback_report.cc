@@ -42,16 +42,16 @@ std::vector<LoopbackVariant> loopbackVariants(int nRanks, DType dtype) {
   // The grid-strided kernel at every size (the default of session 4's call 3): what the single-pass
   // kernel, used where its grid holds the message, is worth.
   LoopbackVariant strided{"fast-strided", false, false, 0, true};
-  strided.fastPass = 1;
+  strided.fastPass = LamportFastPass::kGridStrided;
   v.push_back(strided);
   // kAuto without the stash and the early-trigger condition (LamportFastPass::kSinglePass: the
   // single pass where it fits, else the plain grid-strided kernel): the default of session 5's
   // final tree; and the stash kernel at every size (kGridStridedStash), where kAuto's cut-off lies.
   LoopbackVariant noStash{"fast-nostash", false, false, 0, true};
-  noStash.fastPass = 2;
+  noStash.fastPass = LamportFastPass::kSinglePass;
   v.push_back(noStash);
   LoopbackVariant stash{"fast-stash", false, false, 0, true};
-  stash.fastPass = 4;
+  stash.fastPass = LamportFastPass::kGridStridedStash;
   v.push_back(stash);
   // Fixed block sizes at every size; the default takes 128 data threads below 128 KB and 256 from
   // there (lamportDefaultDataThreads); fast-t128 is session 4's default at every size.
@@ -87,12 +87,12 @@ std::vector<LoopbackVariant> loopbackVariants(int nRanks, DType dtype) {
     }
     // The single-pass kernel without its block barrier (LamportFastPass::kSinglePassNoBarrier).
     LoopbackVariant noBarrier{"fast-1pass-nobar", false, false, 0, true};
-    noBarrier.fastPass = 3;
+    noBarrier.fastPass = LamportFastPass::kSinglePassNoBarrier;
     v.push_back(noBarrier);
     // The stash kernel with its groups copied into shared memory at entry, all in flight together
     // (kGridStridedStashPrefetch), at every size.
     LoopbackVariant prefetch{"fast-stash-prefetch", false, false, 0, true};
-    prefetch.fastPass = 5;
+    prefetch.fastPass = LamportFastPass::kGridStridedStashPrefetch;
     v.push_back(prefetch);
   }
   if (nRanks >= 4) {
@@ -221,7 +221,7 @@ nlohmann::json loopbackJson(const LoopbackInfo& info, const std::vector<Loopback
     vs.push_back({{"name", v.name}, {"baseline", v.baseline}, {"twoShot", v.twoShot},
                   {"blockThreads", v.blockThreads}, {"pdl", v.pdl}, {"residencyShare", v.residencyShare},
                   {"triggerAfterWait", v.triggerAfterWait}, {"vectorsPerThread", v.vectorsPerThread},
-                  {"fastPass", v.fastPass}, {"minBlocksPerSm", v.minBlocksPerSm},
+                  {"fastPass", static_cast<int>(v.fastPass)}, {"minBlocksPerSm", v.minBlocksPerSm},
                   {"remoteSyncDomain", v.remoteSyncDomain}});
   }
   doc["variants"] = vs;

@@ -16,6 +16,7 @@
 
 #include "bench/bench_options.h"
 #include "kernels/lamport_layout.h"
+#include "kernels/lamport_types.h"
 
 namespace nccl_lamport::bench {
 
@@ -30,7 +31,7 @@ struct LoopbackVariant {
   int triggerAfterWait = 0;  // kFast/kTwoShot, PDL's launch_dependents: 0 = the launcher's choice,
                              // > 0 = only after the waits (late), < 0 = early
   int vectorsPerThread = 0;  // kFast A/B shape (LamportAllReduceArgs): 0 = shipped (1); bf16 only
-  int fastPass = 0;          // kFast: a LamportFastPass value, 0 = the launcher's choice (kAuto)
+  LamportFastPass fastPass = LamportFastPass::kAuto;  // kFast: how its grid walks the message
   int minBlocksPerSm = 0;    // kFast A/B register cap (LamportAllReduceArgs): 0 = none; bf16 only
   bool remoteSyncDomain = true;  // CUDA's remote memory-sync domain, as the plugin launches by
                                  // default (NCCL_MEM_SYNC_DOMAIN); loopbackVariants leaves the

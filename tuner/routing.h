@@ -11,9 +11,10 @@
 
 #include <nccl.h>
 
+#include "kernels/lamport_types.h"
+
 namespace nccl_lamport {
 
-enum class LamportDataType : int;  // kernels/lamport_allreduce.h
 
 /** Where an allreduce runs. */
 enum class AllReducePath { kNccl = 0, kLamportOneShot = 1, kLamportTwoShot = 2 };
