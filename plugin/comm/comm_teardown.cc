@@ -19,6 +19,8 @@
 
 namespace nccl_lamport {
 
+uint64_t teardownWaitMs(bool aborting) { return aborting ? kAbortWaitMs : globalConfig().timeoutMs + kTimeoutSlackMs; }
+
 void releaseResources(LamportComm& lc) {
   for (cudaEvent_t* event : {&lc.orderEvent, &lc.doneEvent}) {
     if (*event != nullptr) cudaEventDestroy(*event);
@@ -127,7 +129,7 @@ void releaseCommEntry(std::shared_ptr<LamportComm> lc, bool aborting) {
   // communicator's own kernels count: another one stuck on a dead peer, or a long kernel of the
   // user, must neither hold this tear-down nor make it leak the workspace. A failed set-up's
   // own work is the exchange all-gather NCCL ran on the device, which only the device covers.
-  const uint64_t waitMs = aborting ? 2000 : globalConfig().timeoutMs + 1000;
+  const uint64_t waitMs = teardownWaitMs(aborting);
   const bool idle = lc->setupFailed ? waitForDevice(lc->cudaDev, waitMs) : waitForOwnWork(*lc, waitMs);
   if (!idle) {
     LAMPORT_WARN("%s: its Lamport kernels on cudaDev %d still run after %llu ms; keeping its workspace (%zu bytes) "

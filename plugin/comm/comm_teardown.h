@@ -5,11 +5,26 @@
 
 #include <nccl.h>
 
+#include <cstdint>
 #include <memory>
 
 namespace nccl_lamport {
 
 struct LamportComm;
+
+/** Milliseconds an abort waits for our own parts of a communicator (its kernels, its set-up
+ *  thread): ncclCommAbort must return promptly, and our kernels stop within microseconds of the
+ *  abort flag. */
+constexpr uint64_t kAbortWaitMs = 2000;
+
+/** Milliseconds a destroy, or a call waiting for a set-up, allows beyond NCCL_LAMPORT_TIMEOUT_MS
+ *  (the longest a kernel or a set-up round waits for its peers): the local steps after it take
+ *  milliseconds. */
+constexpr uint64_t kTimeoutSlackMs = 1000;
+
+/** How long a tear-down waits for our work on the communicator: kAbortWaitMs when aborting, else
+ *  NCCL_LAMPORT_TIMEOUT_MS + kTimeoutSlackMs (at most 30 days: no overflow). */
+uint64_t teardownWaitMs(bool aborting);
 
 /** Frees lc's workspace, peer mappings, host flags and event. Only once no kernel of ours can
  *  still use them. */
@@ -25,8 +40,7 @@ void markFinalized(ncclComm_t comm);
  *  later call to NCCL, and leaves the error state to NCCL (an interrupted kernel is not an error). */
 void handOverToNccl(ncclComm_t comm);
 
-/** Forgets comm; once its device is idle (bounded wait: 2 s when aborting, the kernel timeout
- *  otherwise), unmaps and frees its workspace, else keeps it mapped (WARN). Safe for unknown
+/** Forgets comm; once its device is idle (bounded wait: teardownWaitMs), unmaps and frees its workspace, else keeps it mapped (WARN). Safe for unknown
  *  communicators. */
 void releaseComm(ncclComm_t comm, bool aborting);
 

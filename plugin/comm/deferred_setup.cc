@@ -16,6 +16,7 @@
 
 #include "plugin/abi/entry_guard.h"
 #include "plugin/comm/comm_registry.h"
+#include "plugin/comm/comm_teardown.h"
 #include "plugin/comm/cta_cap.h"
 #include "common/config.h"
 #include "plugin/comm/cuda_guards.h"
@@ -64,10 +65,6 @@ struct Backoff {
 };
 
 using Deadline = std::optional<std::chrono::steady_clock::time_point>;
-
-/** What a call waiting for the set-up allows beyond NCCL_LAMPORT_TIMEOUT_MS (round 1's bound):
- *  the local steps and round 2 normally take milliseconds once round 1 is through. */
-constexpr uint64_t kCallWaitSlackMs = 1000;
 
 /** Round 1's deadline (NCCL_LAMPORT_TIMEOUT_MS from now, saturated: a "never" value must not wrap
  *  into the past); none for round 2 (plugin/comm/setup_control.h, ExchangeRound). */
@@ -416,7 +413,7 @@ PendingCall waitForDeferredSetup(ncclComm_t comm, const std::function<ncclResult
     // Bounded like a Lamport kernel's wait for its peers (and ncclCommAbort's for the set-up): a
     // set-up whose round 2 waits for a peer that died between the rounds never ends by itself.
     // NCCL_LAMPORT_TIMEOUT_MS is at most 30 days (common/knobs.h): no overflow in milliseconds.
-    const uint64_t boundMs = globalConfig().timeoutMs + kCallWaitSlackMs;
+    const uint64_t boundMs = teardownWaitMs(/*aborting=*/false);
     std::unique_lock<std::mutex> lock(batch->doneMutex);
     // Also ends when comm alone was stopped: the set-up never touches it again.
     if (!batch->doneCv.wait_for(lock, std::chrono::milliseconds(boundMs),

@@ -242,10 +242,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvb
                                                ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                                cudaStream_t stream) try {
   const auto real = REAL_NCCL(ncclAllReduce);  // cached by REAL_NCCL (no static guard held across the resolution)
-  if (real == nullptr) {
-    LAMPORT_WARN("ncclAllReduce: the real NCCL function was not found (is libnccl loaded?)");
-    return ncclSystemError;
-  }
+  if (real == nullptr) return realNcclMissing("ncclAllReduce");
   std::shared_ptr<LamportComm> lc =
       interposerEnabled() && comm != nullptr ? CommRegistry::instance().find(comm) : nullptr;
   // A non-blocking split's child used before anything told us about it (plugin/comm/deferred_setup.h).

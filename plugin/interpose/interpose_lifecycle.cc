@@ -112,9 +112,6 @@ void onCommCreated(ncclResult_t result, ncclComm_t comm, bool blocking, int ctaC
   }
 }
 
-// How long ncclCommAbort waits for our own parts (kernels, set-up thread): it must return promptly.
-constexpr uint64_t kAbortWaitMs = 2000;
-
 /** Split and shrink: a non-blocking child's handle appears only once NCCL's job on the parent
  *  ends (NCCL 2.28), so it is picked up later (plugin/comm/deferred_setup.h, watchPendingChild);
  *  its CTA cap waits under its slot until then. config: the split's, or null (the parent's cap,
@@ -167,12 +164,12 @@ void releaseHeldComm(ncclComm_t comm, HeldComm held, bool aborting) {
   releaseCommEntry(std::move(held.entry), aborting);
 }
 
-ncclResult_t missing(const char* name) {
+}  // namespace
+
+ncclResult_t realNcclMissing(const char* name) {
   LAMPORT_WARN("%s: the real NCCL function was not found (is libnccl loaded?)", name);
   return ncclSystemError;
 }
-
-}  // namespace
 
 bool interposerEnabled() {
   // Without NCCL's profiling aliases (NCCL < 2.16.2) we could not reach NCCL's own functions
@@ -197,7 +194,7 @@ using namespace nccl_lamport;
 
 #define REAL_OR_FAIL(fname)                     \
   auto real = REAL_NCCL(fname);                 \
-  if (real == nullptr) return missing(#fname)
+  if (real == nullptr) return realNcclMissing(#fname)
 
 NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) try {
   REAL_OR_FAIL(ncclCommInitRank);
@@ -341,7 +338,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) try {
     releaseHeldComm(comm, std::move(held), /*aborting=*/false);
     return result;
   }
-  joinDeferredSetup(comm, globalConfig().timeoutMs + 1000);
+  joinDeferredSetup(comm, teardownWaitMs(/*aborting=*/false));
   held = holdComm(comm);  // the entry the set-up may have registered since the first hold
   // A CTA-cap note still under the handle (tuner activation binds at the first call) goes while
   // the handle is its own: a newcomer at that address notes its own.

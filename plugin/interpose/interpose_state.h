@@ -23,6 +23,10 @@ AllReducePath pathFor(const LamportComm* lc, size_t count, ncclDataType_t dataty
 /** ncclGroupStart/End nesting depth of the calling thread, as our wrappers saw it. */
 int groupDepth();
 
+/** A wrapper's answer when the real NCCL has no function `name` (no NCCL loaded, or too old):
+ *  WARNs and returns ncclSystemError. */
+ncclResult_t realNcclMissing(const char* name);
+
 /**
  * Whether NCCL checks collective buffers (NCCL_CHECK_POINTERS=1, or NCCL_CHECK_MODE=DEBUG_LOCAL or
  * DEBUG_GLOBAL, any case), given those two variables' values (null: unset). The allreduce wrapper
