@@ -1,4 +1,4 @@
-# Tuner activation (SPEC 4a), label cpu: the entry hooks (plugin/hooks) against a stand-in
+# Tuner activation (docs/tuner-activation.md), label cpu: the entry hooks (plugin/hooks) against a stand-in
 # library with NCCL-like prologue shapes and a stand-in NCCL that loads the tuner as NCCL does
 # (x86-64 only: the engine reports "not capable" elsewhere); the host rendezvous
 # (plugin/comm/host_rendezvous) and the displaced tuner's chaining (tuner/displaced_tuner) on
@@ -7,7 +7,7 @@ if(NOT TARGET GTest::gtest_main)
   find_package(GTest REQUIRED)
 endif()
 include(GoogleTest)
-set(_hooks ${CMAKE_CURRENT_LIST_DIR}/shim/hooks)
+set(_hooks ${CMAKE_CURRENT_LIST_DIR}/hooks)
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64" AND TARGET lamport_hooks)
 enable_language(ASM)
 
@@ -119,7 +119,7 @@ endif()  # x86-64
 
 # The host-local rendezvous of tuner activation (plugin/comm/host_rendezvous), ranks as forked
 # processes.
-add_executable(test_host_rendezvous ${CMAKE_CURRENT_LIST_DIR}/unit/test_host_rendezvous.cc
+add_executable(test_host_rendezvous ${CMAKE_CURRENT_LIST_DIR}/../unit/test_host_rendezvous.cc
                                     ${PROJECT_SOURCE_DIR}/plugin/comm/host_rendezvous.cc)
 target_include_directories(test_host_rendezvous PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(test_host_rendezvous PRIVATE GTest::gtest_main Threads::Threads)
@@ -130,14 +130,14 @@ gtest_discover_tests(test_host_rendezvous PROPERTIES LABELS cpu TIMEOUT 60 DISCO
 # environment that only ctest gives them.)
 add_library(shim_fake_displaced_tuner SHARED ${_hooks}/fake_displaced_tuner.c)
 set_target_properties(shim_fake_displaced_tuner PROPERTIES C_VISIBILITY_PRESET hidden)
-add_executable(shim_displaced_tuner ${CMAKE_CURRENT_LIST_DIR}/unit/test_displaced_tuner.cc)
+add_executable(shim_displaced_tuner ${CMAKE_CURRENT_LIST_DIR}/../unit/test_displaced_tuner.cc)
 target_include_directories(shim_displaced_tuner PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(shim_displaced_tuner PRIVATE lamport_tuner_exports GTest::gtest_main ${CMAKE_DL_LIBS})
 target_compile_definitions(shim_displaced_tuner PRIVATE FAKE_DISPLACED_TUNER="$<TARGET_FILE:shim_fake_displaced_tuner>")
 add_dependencies(shim_displaced_tuner shim_fake_displaced_tuner)
 set(_fake_tuner $<TARGET_FILE:shim_fake_displaced_tuner>)
 set(_conf ${CMAKE_CURRENT_BINARY_DIR}/displaced_tuner_nccl.conf)
-file(GENERATE OUTPUT ${_conf} CONTENT "# written by tests/hooks_tests.cmake\nNCCL_TUNER_PLUGIN=${_fake_tuner}\n")
+file(GENERATE OUTPUT ${_conf} CONTENT "# written by tests/shim/tuner_activation_tests.cmake\nNCCL_TUNER_PLUGIN=${_fake_tuner}\n")
 foreach(_case TheNetPluginsTunerKeepsAnswering ANetPluginNotLoadedIsNotLoadedByUs NcclConfsTunerKeepsAnswering
               WithoutOneOurCostsAreNcclsAlone ConfParsing AV2ChoiceBecomesTheCheapestEntryAndNothingElse)
   add_test(NAME displaced_tuner.${_case} COMMAND shim_displaced_tuner --gtest_filter=DisplacedTuner.${_case})
@@ -169,7 +169,7 @@ foreach(_abi 4 3 2)
   add_dependencies(shim_displaced_tuner shim_fake_displaced_tuner_v${_abi})
   set(_old_fake $<TARGET_FILE:shim_fake_displaced_tuner_v${_abi}>)
   set(_old_conf ${CMAKE_CURRENT_BINARY_DIR}/displaced_tuner_v${_abi}_nccl.conf)
-  file(GENERATE OUTPUT ${_old_conf} CONTENT "# written by tests/hooks_tests.cmake\nNCCL_TUNER_PLUGIN=${_old_fake}\n")
+  file(GENERATE OUTPUT ${_old_conf} CONTENT "# written by tests/shim/tuner_activation_tests.cmake\nNCCL_TUNER_PLUGIN=${_old_fake}\n")
   set(_by_net "HOME=/nonexistent;NCCL_CONF_FILE=/nonexistent.conf;NCCL_NET_PLUGIN=${_old_fake};FAKE_EXPORTS=${_abi}")
   set(_by_conf "HOME=/nonexistent;NCCL_CONF_FILE=${_old_conf};FAKE_DISPLACED_TUNER=${_old_fake};FAKE_EXPORTS=${_abi}")
   foreach(_case TheNetPluginsTunerKeepsAnswering OlderNcclsChainTheNetPluginsTuner)
