@@ -71,7 +71,7 @@ struct LamportComm {
 
   /** Set by ncclCommFinalize and ncclCommRevoke: from then on every call goes to NCCL (and gets
    *  NCCL's answer). */
-  std::atomic<bool> finalized{false};
+  std::atomic<bool> routesToNccl{false};
   /** Set by ncclCommRevoke: NCCL now owns the error state; ours (an interrupted kernel) is moot. */
   std::atomic<bool> revoked{false};
   /** A placeholder of a non-blocking communicator whose set-up has not finished

@@ -41,14 +41,14 @@ void requestAbort(ncclComm_t comm) {
 
 void markFinalized(ncclComm_t comm) {
   const std::shared_ptr<LamportComm> lc = CommRegistry::instance().find(comm);
-  if (lc != nullptr) lc->finalized.store(true, std::memory_order_relaxed);
+  if (lc != nullptr) lc->routesToNccl.store(true, std::memory_order_relaxed);
 }
 
 void handOverToNccl(ncclComm_t comm) {
   const std::shared_ptr<LamportComm> lc = CommRegistry::instance().find(comm);
   if (lc == nullptr) return;
   lc->revoked.store(true);
-  lc->finalized.store(true);
+  lc->routesToNccl.store(true);
   if (lc->hostFlags != nullptr) lc->hostFlags->abort = 1;
 }
 

@@ -143,7 +143,7 @@ void publishOnNccl(DeferredBatch& batch, const std::string& why) {
     lc->nonBlocking = true;
     lc->maxCtas = placeholder->maxCtas;  // its children without a config still inherit it
     lc->reason = why;
-    lc->finalized.store(placeholder->finalized.load());
+    lc->routesToNccl.store(placeholder->routesToNccl.load());
     lc->revoked.store(placeholder->revoked.load());
     LAMPORT_INFO(kSubsysInit, "comm %p: Lamport OFF, every call goes to NCCL: %s", static_cast<void*>(lc->comm),
                  why.c_str());

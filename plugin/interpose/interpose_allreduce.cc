@@ -230,7 +230,7 @@ ncclResult_t simulateGroupedAllReduces() noexcept try {
 AllReducePath pathFor(const LamportComm* lc, size_t count, ncclDataType_t datatype, ncclRedOp_t op) {
   if (lc == nullptr || !interposerEnabled()) return AllReducePath::kNccl;
   // After ncclCommFinalize (collective, so every rank is past the same call) NCCL answers.
-  if (lc->finalized.load(std::memory_order_relaxed)) return AllReducePath::kNccl;
+  if (lc->routesToNccl.load(std::memory_order_relaxed)) return AllReducePath::kNccl;
   return routeAllReduce(lc->table, lc->eligible, lc->nRanks, datatype, op, count);
 }
 

@@ -387,7 +387,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags
   // either: a live communicator handed over on this rank alone would hang its peers' next call.
   bindQueriedComm(comm);  // tuner activation: one not called yet is handed over too
   const std::shared_ptr<LamportComm> lc = CommRegistry::instance().find(comm);
-  if (revokeFlags != NCCL_REVOKE_DEFAULT || (lc != nullptr && lc->finalized.load())) return real(comm, revokeFlags);
+  if (revokeFlags != NCCL_REVOKE_DEFAULT || (lc != nullptr && lc->routesToNccl.load())) return real(comm, revokeFlags);
   // NCCL stops every in-flight operation: stop ours first (NCCL's revoke waits for the device),
   // and send every later call to NCCL.
   cancelDeferredSetup(comm, CancelReason::kHandedToNccl);

@@ -172,9 +172,9 @@ TEST_F(CommRegistryTest, MarkFinalizedRoutesLaterCallsToNccl) {
   const ncclComm_t a = handle(10);
   auto lc = makeEntry(a);
   CommRegistry::instance().insert(lc);
-  EXPECT_FALSE(lc->finalized.load());
+  EXPECT_FALSE(lc->routesToNccl.load());
   markFinalized(a);
-  EXPECT_TRUE(lc->finalized.load());
+  EXPECT_TRUE(lc->routesToNccl.load());
   EXPECT_FALSE(lc->revoked.load());
   markFinalized(handle(11));  // unknown: no-op
 }
@@ -187,7 +187,7 @@ TEST_F(CommRegistryTest, HandOverToNcclRevokesFinalizesAndAborts) {
   CommRegistry::instance().insert(lc);
   handOverToNccl(a);
   EXPECT_TRUE(lc->revoked.load());
-  EXPECT_TRUE(lc->finalized.load());
+  EXPECT_TRUE(lc->routesToNccl.load());
   EXPECT_EQ(flags.abort, 1u);
   CommRegistry::instance().remove(a);
   lc->hostFlags = nullptr;
