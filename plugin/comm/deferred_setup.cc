@@ -1,7 +1,5 @@
 #include "plugin/comm/deferred_setup.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -9,7 +7,6 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -55,66 +52,6 @@ std::shared_ptr<DeferredBatch> findBatch(ncclComm_t comm) {
   return it == batches().end() ? nullptr : it->second;
 }
 
-/** Sleeps a little longer each time, up to 5 ms: readiness takes from microseconds to seconds. */
-struct Backoff {
-  std::chrono::microseconds delay{50};
-  void wait() {
-    std::this_thread::sleep_for(delay);
-    delay = std::min<std::chrono::microseconds>(delay * 2, std::chrono::milliseconds(5));
-  }
-};
-
-using Deadline = std::optional<std::chrono::steady_clock::time_point>;
-
-/** Round 1's deadline (NCCL_LAMPORT_TIMEOUT_MS from now, saturated: a "never" value must not wrap
- *  into the past); none for round 2 (plugin/comm/setup_control.h, ExchangeRound). */
-Deadline deadlineFor(ExchangeRound round) {
-  if (round == ExchangeRound::kSecond) return std::nullopt;
-  const auto now = std::chrono::steady_clock::now();
-  const auto room = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::time_point::max() - now);
-  const uint64_t ms = std::min<uint64_t>(globalConfig().timeoutMs, static_cast<uint64_t>(room.count()));
-  return now + std::chrono::milliseconds(ms);
-}
-
-bool past(const Deadline& deadline) { return deadline && std::chrono::steady_clock::now() > *deadline; }
-
-/** Polls the real ncclCommGetAsyncError of every comm until `ready(state)` holds for all of them.
- *  Returns ncclSuccess, the first state that is neither ready nor in progress, ncclInvalidUsage
- *  once cancelled, or ncclRemoteError once `deadline` has passed. */
-template <typename Ready>
-ncclResult_t pollComms(const std::vector<ncclComm_t>& comms, SetupControl* control, Ready ready,
-                       const Deadline& deadline) {
-  std::vector<bool> settled(comms.size(), false);
-  Backoff backoff;
-  for (;;) {
-    size_t remaining = 0;
-    {
-      std::unique_lock<std::mutex> lock;
-      if (control != nullptr) {
-        lock = std::unique_lock<std::mutex>(control->ncclMutex);
-        if (control->cancelled.load()) return ncclInvalidUsage;
-      }
-      for (size_t i = 0; i < comms.size(); ++i) {
-        // A communicator stopped meanwhile (aborted, revoked) is NCCL's alone from now on.
-        if (settled[i] || (control != nullptr && control->stopped(comms[i]))) continue;
-        ncclResult_t state = ncclInProgress;
-        ncclResult_t result = REAL_NCCL(ncclCommGetAsyncError)(comms[i], &state);
-        if (result != ncclSuccess) return result;
-        if (ready(state)) {
-          settled[i] = true;
-        } else if (state != ncclInProgress) {
-          return state;
-        } else {
-          ++remaining;
-        }
-      }
-    }
-    if (remaining == 0) return ncclSuccess;
-    if (past(deadline)) return ncclRemoteError;
-    backoff.wait();
-  }
-}
-
 void finishBatch(DeferredBatch& batch) {
   for (const auto& placeholder : batch.placeholders) {
     placeholder->setupPending.store(false, std::memory_order_release);
@@ -155,8 +92,7 @@ void runBatch(const std::shared_ptr<DeferredBatch>& batch) noexcept try {
   ScopedRelaxedCapture relaxed;
   // No deadline: NCCL's own init is what is in progress (stock NCCL would be too), and a rank
   // that gave up here would leave its peers' round 1 without a partner. An abort cancels it.
-  const ncclResult_t ready = pollComms(
-      batch->comms, &batch->control, [](ncclResult_t state) { return state == ncclSuccess; }, std::nullopt);
+  const ncclResult_t ready = waitUntilNcclReady(batch->comms, &batch->control);
   if (ready == ncclSuccess) {
     batch->ncclReady.store(true, std::memory_order_release);
     setupWorkspaces(batch->comms, SetupOptions{/*nonBlocking=*/true, &batch->control});
@@ -183,139 +119,7 @@ void runBatch(const std::shared_ptr<DeferredBatch>& batch) noexcept try {
   finishBatch(*batch);
 }
 
-std::mutex gChildrenMutex;
-std::unordered_map<ncclComm_t, std::vector<ncclComm_t*>>& pendingChildren() {
-  static auto* map = new std::unordered_map<ncclComm_t, std::vector<ncclComm_t*>>();
-  return *map;
-}
-
-std::vector<ncclComm_t*> takePendingChildren(ncclComm_t parent) {
-  std::lock_guard<std::mutex> lock(gChildrenMutex);
-  auto it = pendingChildren().find(parent);
-  if (it == pendingChildren().end()) return {};
-  std::vector<ncclComm_t*> slots = std::move(it->second);
-  pendingChildren().erase(it);
-  return slots;
-}
-
 }  // namespace
-
-void watchPendingChild(ncclComm_t parent, ncclComm_t* newcomm) {
-  std::lock_guard<std::mutex> lock(gChildrenMutex);
-  pendingChildren()[parent].push_back(newcomm);
-}
-
-void collectPendingChildren(ncclComm_t parent, bool parentDone) {
-  std::vector<ncclComm_t> children;
-  {
-    std::lock_guard<std::mutex> lock(gChildrenMutex);
-    auto it = pendingChildren().find(parent);
-    if (it == pendingChildren().end()) return;
-    std::vector<ncclComm_t*>& slots = it->second;
-    for (size_t i = 0; i < slots.size();) {
-      // NCCL writes the child when its job ends; a slot still null once the parent is done
-      // stays null (the split failed, or this rank passed NCCL_SPLIT_NOCOLOR).
-      ncclComm_t child = __atomic_load_n(slots[i], __ATOMIC_ACQUIRE);
-      if (child != nullptr) {
-        moveCtaCap(slots[i], child);  // the CTA cap noted at the split (plugin/comm/cta_cap.h)
-        children.push_back(child);
-        slots.erase(slots.begin() + static_cast<std::ptrdiff_t>(i));
-      } else {
-        ++i;
-      }
-    }
-    if (parentDone) {
-      for (ncclComm_t* slot : slots) takeCtaCap(slot);  // no child on this rank
-    }
-    if (parentDone || slots.empty()) pendingChildren().erase(it);
-  }
-  for (ncclComm_t child : children) {
-    if (CommRegistry::instance().find(child) == nullptr) startDeferredSetup({child});
-  }
-}
-
-bool adoptPendingChild(ncclComm_t comm) {
-  bool found = false;
-  {
-    std::lock_guard<std::mutex> lock(gChildrenMutex);
-    // No iterator is advanced past an erase: the loop ends at the first match.
-    for (auto it = pendingChildren().begin(); it != pendingChildren().end() && !found; ++it) {
-      std::vector<ncclComm_t*>& slots = it->second;
-      for (size_t i = 0; i < slots.size(); ++i) {
-        if (__atomic_load_n(slots[i], __ATOMIC_ACQUIRE) == comm) {
-          moveCtaCap(slots[i], comm);
-          slots.erase(slots.begin() + static_cast<std::ptrdiff_t>(i));
-          found = true;
-          break;
-        }
-      }
-      if (found) {
-        if (slots.empty()) pendingChildren().erase(it);
-        break;
-      }
-    }
-  }
-  if (found && CommRegistry::instance().find(comm) == nullptr) startDeferredSetup({comm});
-  return found;
-}
-
-bool calledFromNccl(const void* returnAddress) {
-  // NCCL's load address, cached in a constant-initialized atomic (kUnknown until the first call),
-  // not a static with an initializer: that one's guard would be held across dlsym/dladdr (the
-  // loader's lock), a deadlock with a library constructor calling NCCL while another thread's
-  // first call resolves (plugin/loader/real_nccl.h, REAL_NCCL). Racing first calls agree.
-  static const char kUnknown = 0;
-  static std::atomic<const void*> cached{&kUnknown};
-  const void* ncclBase = cached.load(std::memory_order_acquire);
-  if (ncclBase == &kUnknown) {
-    Dl_info found{};
-    void* fn = resolveRealNccl("ncclCommGetAsyncError");
-    ncclBase = fn != nullptr && dladdr(fn, &found) != 0 ? found.dli_fbase : nullptr;
-    cached.store(ncclBase, std::memory_order_release);
-  }
-  Dl_info info{};
-  return ncclBase != nullptr && dladdr(returnAddress, &info) != 0 && info.dli_fbase == ncclBase;
-}
-
-void forgetPendingChildren(ncclComm_t comm) {
-  for (ncclComm_t* slot : takePendingChildren(comm)) takeCtaCap(slot);
-  // comm may itself be a child NCCL has written but nothing has collected yet: once it is
-  // destroyed or aborted its slot holds a freed handle, which a later poll of the parent must
-  // not set up (nor take for a new communicator at that address).
-  std::lock_guard<std::mutex> lock(gChildrenMutex);
-  for (auto it = pendingChildren().begin(); it != pendingChildren().end();) {
-    std::vector<ncclComm_t*>& slots = it->second;
-    slots.erase(std::remove_if(slots.begin(), slots.end(),
-                               [comm](ncclComm_t* slot) { return __atomic_load_n(slot, __ATOMIC_ACQUIRE) == comm; }),
-                slots.end());
-    it = slots.empty() ? pendingChildren().erase(it) : std::next(it);
-  }
-}
-
-ncclResult_t waitUntilEnqueued(const std::vector<ncclComm_t>& comms, SetupControl* control, ExchangeRound round) {
-  return pollComms(
-      comms, control, [](ncclResult_t state) { return state != ncclInProgress; }, deadlineFor(round));
-}
-
-cudaError_t waitForQuery(const std::function<cudaError_t()>& query, SetupControl* control, ExchangeRound round,
-                         ncclComm_t comm) {
-  // Round 1 is bounded like a Lamport kernel's wait: a peer that never joins the exchange must
-  // not keep this communicator "in progress" forever. Round 2 only stops when this communicator
-  // is stopped (or the whole set-up cancelled): a sibling's abort does not end it.
-  const Deadline deadline = deadlineFor(round);
-  Backoff backoff;
-  for (;;) {
-    cudaError_t err = query();
-    if (err != cudaErrorNotReady) return err;
-    if ((control != nullptr && control->stopped(comm)) || past(deadline)) return cudaErrorNotReady;
-    backoff.wait();
-  }
-}
-
-cudaError_t waitStream(cudaStream_t stream, SetupControl* control, ExchangeRound round, ncclComm_t comm) {
-  if (control == nullptr) return cudaStreamSynchronize(stream);
-  return waitForQuery([stream] { return cudaStreamQuery(stream); }, control, round, comm);
-}
 
 void startDeferredSetup(const std::vector<ncclComm_t>& created) {
   std::vector<ncclComm_t> comms;

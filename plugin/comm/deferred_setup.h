@@ -7,7 +7,9 @@
 // split or outermost group created on one thread), runs the ordinary set-up exchange on them,
 // and only then lets our ncclCommGetAsyncError report ncclSuccess. The exchange is therefore
 // the first operation on the communicator on every rank, and the user's thread never blocks on
-// peers. Until then every call on the communicator goes to NCCL.
+// peers. Until then every call on the communicator goes to NCCL. The children of a non-blocking
+// split are found when NCCL writes them (plugin/comm/pending_children.h); the set-up's bounded
+// waits are plugin/comm/setup_control.h's.
 #pragma once
 
 #include <nccl.h>
@@ -64,32 +66,6 @@ enum class CancelReason {
  * function.
  */
 void cancelDeferredSetup(ncclComm_t comm, CancelReason why);
-
-/**
- * A non-blocking ncclCommSplit/ncclCommShrink of parent returned ncclInProgress with *newcomm
- * still null: NCCL writes the child's handle when its job on the parent ends. Remembers where.
- * The caller must keep *newcomm alive until NCCL reports the parent ready, which NCCL requires
- * anyway (the handle is only readable then).
- */
-void watchPendingChild(ncclComm_t parent, ncclComm_t* newcomm);
-
-/** After ncclCommGetAsyncError(parent): starts the deferred set-up of every watched child NCCL
- *  has written by now; once parentDone (NCCL no longer reports the parent in progress), forgets
- *  the rest (the split failed, or NCCL_SPLIT_NOCOLOR). */
-void collectPendingChildren(ncclComm_t parent, bool parentDone);
-
-/** comm is unknown to the registry: if it is a watched child that NCCL has written (the program
- *  read it before polling the parent again), starts its deferred set-up and returns true. */
-bool adoptPendingChild(ncclComm_t comm);
-
-/** True when returnAddress lies in the real NCCL library: NCCL calls its own
- *  ncclCommGetAsyncError internally (ncclCommEnsureReady) and, since it is not linked
- *  -Bsymbolic, through our exported wrapper. Those calls must get NCCL's own answer. */
-bool calledFromNccl(const void* returnAddress);
-
-/** Drops comm's watched children, and comm itself where it is a watched child nothing has
- *  collected yet (ncclCommDestroy / ncclCommAbort of comm, before NCCL frees the handle). */
-void forgetPendingChildren(ncclComm_t comm);
 
 /** Waits up to timeoutMs until comm's set-up has ended, or let go of comm once it was stopped
  *  (no NCCL call on it again; what it allocated for comm goes when the set-up ends, with the

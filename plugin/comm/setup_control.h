@@ -92,6 +92,12 @@ enum class ExchangeRound { kFirst, kSecond };
  */
 ncclResult_t waitUntilEnqueued(const std::vector<ncclComm_t>& comms, SetupControl* control, ExchangeRound round);
 
+/** Polls the real ncclCommGetAsyncError of each of comms until NCCL reports every one ready
+ *  (ncclSuccess). No deadline: NCCL's own init is what is in progress, as it would be without
+ *  us. Returns ncclSuccess, the first error NCCL reports, or ncclInvalidUsage once `control` is
+ *  cancelled. */
+ncclResult_t waitUntilNcclReady(const std::vector<ncclComm_t>& comms, SetupControl* control);
+
 /** Polls `query` (cudaStreamQuery of comm's set-up stream) until it returns anything but
  *  cudaErrorNotReady, with backoff; cudaErrorNotReady once `control` is cancelled or comm stopped
  *  (comm may be null: only the cancel) or, in round 1, after NCCL_LAMPORT_TIMEOUT_MS. */

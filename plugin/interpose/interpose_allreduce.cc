@@ -24,6 +24,7 @@
 #include "plugin/comm/cuda_guards.h"
 #include "plugin/comm/deferred_setup.h"
 #include "plugin/comm/nccl_settings.h"
+#include "plugin/comm/pending_children.h"
 #include "plugin/abi/export.h"
 #include "plugin/hooks/tuner_activation.h"
 #include "plugin/interpose/interpose_state.h"

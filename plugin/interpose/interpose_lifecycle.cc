@@ -21,6 +21,7 @@
 #include "common/config.h"
 #include "plugin/comm/deferred_setup.h"
 #include "plugin/comm/nccl_settings.h"
+#include "plugin/comm/pending_children.h"
 #include "plugin/abi/export.h"
 #include "plugin/hooks/tuner_activation.h"
 #include "plugin/interpose/interpose_state.h"
@@ -113,7 +114,7 @@ void onCommCreated(ncclResult_t result, ncclComm_t comm, bool blocking, int ctaC
 }
 
 /** Split and shrink: a non-blocking child's handle appears only once NCCL's job on the parent
- *  ends (NCCL 2.28), so it is picked up later (plugin/comm/deferred_setup.h, watchPendingChild);
+ *  ends (NCCL 2.28), so it is picked up later (plugin/comm/pending_children.h, watchPendingChild);
  *  its CTA cap waits under its slot until then. config: the split's, or null (the parent's cap,
  *  as NCCL copies the parent's config). */
 void onChildCreated(ncclResult_t result, ncclComm_t parent, ncclComm_t* newcomm, bool blocking,

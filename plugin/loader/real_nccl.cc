@@ -337,4 +337,22 @@ const char* ncclErrorText(ncclResult_t result) {
 
 char gRealNcclMissing;
 
+bool calledFromNccl(const void* returnAddress) {
+  // NCCL's load address, cached in a constant-initialized atomic (kUnknown until the first call),
+  // not a static with an initializer: that one's guard would be held across dlsym/dladdr (the
+  // loader's lock), a deadlock with a library constructor calling NCCL while another thread's
+  // first call resolves (plugin/loader/real_nccl.h, REAL_NCCL). Racing first calls agree.
+  static const char kUnknown = 0;
+  static std::atomic<const void*> cached{&kUnknown};
+  const void* ncclBase = cached.load(std::memory_order_acquire);
+  if (ncclBase == &kUnknown) {
+    Dl_info found{};
+    void* fn = resolveRealNccl("ncclCommGetAsyncError");
+    ncclBase = fn != nullptr && dladdr(fn, &found) != 0 ? found.dli_fbase : nullptr;
+    cached.store(ncclBase, std::memory_order_release);
+  }
+  Dl_info info{};
+  return ncclBase != nullptr && dladdr(returnAddress, &info) != 0 && info.dli_fbase == ncclBase;
+}
+
 }  // namespace nccl_lamport

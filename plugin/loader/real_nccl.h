@@ -55,6 +55,11 @@ void** hookedOriginalSlot(const char* name);
 /** NCCL's text for a result code, through the real ncclGetErrorString when there is one. */
 const char* ncclErrorText(ncclResult_t result);
 
+/** True when returnAddress lies in the real NCCL library: NCCL calls its own
+ *  ncclCommGetAsyncError internally (ncclCommEnsureReady) and, since it is not linked
+ *  -Bsymbolic, through our exported wrapper. Those calls must get NCCL's own answer. */
+bool calledFromNccl(const void* returnAddress);
+
 }  // namespace nccl_lamport
 
 namespace nccl_lamport {

@@ -1,0 +1,111 @@
+// The set-up's bounded waits (plugin/comm/setup_control.h): polling NCCL until its communicators
+// are enqueued or ready, and a CUDA query until it completes, round 1 within
+// NCCL_LAMPORT_TIMEOUT_MS, round 2 until a cancel.
+#include "plugin/comm/setup_control.h"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "common/config.h"
+#include "plugin/loader/real_nccl.h"
+
+namespace nccl_lamport {
+
+namespace {
+
+/** Sleeps a little longer each time, up to 5 ms: readiness takes from microseconds to seconds. */
+struct Backoff {
+  std::chrono::microseconds delay{50};
+  void wait() {
+    std::this_thread::sleep_for(delay);
+    delay = std::min<std::chrono::microseconds>(delay * 2, std::chrono::milliseconds(5));
+  }
+};
+
+using Deadline = std::optional<std::chrono::steady_clock::time_point>;
+
+/** Round 1's deadline (NCCL_LAMPORT_TIMEOUT_MS from now, saturated: a "never" value must not wrap
+ *  into the past); none for round 2 (plugin/comm/setup_control.h, ExchangeRound). */
+Deadline deadlineFor(ExchangeRound round) {
+  if (round == ExchangeRound::kSecond) return std::nullopt;
+  const auto now = std::chrono::steady_clock::now();
+  const auto room = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::time_point::max() - now);
+  const uint64_t ms = std::min<uint64_t>(globalConfig().timeoutMs, static_cast<uint64_t>(room.count()));
+  return now + std::chrono::milliseconds(ms);
+}
+
+bool past(const Deadline& deadline) { return deadline && std::chrono::steady_clock::now() > *deadline; }
+
+/** Polls the real ncclCommGetAsyncError of every comm until `ready(state)` holds for all of them.
+ *  Returns ncclSuccess, the first state that is neither ready nor in progress, ncclInvalidUsage
+ *  once cancelled, or ncclRemoteError once `deadline` has passed. */
+template <typename Ready>
+ncclResult_t pollComms(const std::vector<ncclComm_t>& comms, SetupControl* control, Ready ready,
+                       const Deadline& deadline) {
+  std::vector<bool> settled(comms.size(), false);
+  Backoff backoff;
+  for (;;) {
+    size_t remaining = 0;
+    {
+      std::unique_lock<std::mutex> lock;
+      if (control != nullptr) {
+        lock = std::unique_lock<std::mutex>(control->ncclMutex);
+        if (control->cancelled.load()) return ncclInvalidUsage;
+      }
+      for (size_t i = 0; i < comms.size(); ++i) {
+        // A communicator stopped meanwhile (aborted, revoked) is NCCL's alone from now on.
+        if (settled[i] || (control != nullptr && control->stopped(comms[i]))) continue;
+        ncclResult_t state = ncclInProgress;
+        ncclResult_t result = REAL_NCCL(ncclCommGetAsyncError)(comms[i], &state);
+        if (result != ncclSuccess) return result;
+        if (ready(state)) {
+          settled[i] = true;
+        } else if (state != ncclInProgress) {
+          return state;
+        } else {
+          ++remaining;
+        }
+      }
+    }
+    if (remaining == 0) return ncclSuccess;
+    if (past(deadline)) return ncclRemoteError;
+    backoff.wait();
+  }
+}
+
+}  // namespace
+
+ncclResult_t waitUntilEnqueued(const std::vector<ncclComm_t>& comms, SetupControl* control, ExchangeRound round) {
+  return pollComms(
+      comms, control, [](ncclResult_t state) { return state != ncclInProgress; }, deadlineFor(round));
+}
+
+cudaError_t waitForQuery(const std::function<cudaError_t()>& query, SetupControl* control, ExchangeRound round,
+                         ncclComm_t comm) {
+  // Round 1 is bounded like a Lamport kernel's wait: a peer that never joins the exchange must
+  // not keep this communicator "in progress" forever. Round 2 only stops when this communicator
+  // is stopped (or the whole set-up cancelled): a sibling's abort does not end it.
+  const Deadline deadline = deadlineFor(round);
+  Backoff backoff;
+  for (;;) {
+    cudaError_t err = query();
+    if (err != cudaErrorNotReady) return err;
+    if ((control != nullptr && control->stopped(comm)) || past(deadline)) return cudaErrorNotReady;
+    backoff.wait();
+  }
+}
+
+cudaError_t waitStream(cudaStream_t stream, SetupControl* control, ExchangeRound round, ncclComm_t comm) {
+  if (control == nullptr) return cudaStreamSynchronize(stream);
+  return waitForQuery([stream] { return cudaStreamQuery(stream); }, control, round, comm);
+}
+
+ncclResult_t waitUntilNcclReady(const std::vector<ncclComm_t>& comms, SetupControl* control) {
+  return pollComms(
+      comms, control, [](ncclResult_t state) { return state == ncclSuccess; }, std::nullopt);
+}
+
+}  // namespace nccl_lamport
