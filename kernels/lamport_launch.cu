@@ -102,8 +102,7 @@ OneShotKernel selectForOp(LamportReduceOp op, int nRanks, LamportKernelVariant v
  * The kernel of (datatype, op, nRanks, variant); pass: which of kFast's shipped kernels
  * (kShippedFastPasses; the other variants have one kernel, taken with kGridStrided).
  */
-OneShotKernel selectKernel(LamportDataType datatype, LamportReduceOp op, int nRanks,
-                           LamportKernelVariant variant = LamportKernelVariant::kBaseline,
+OneShotKernel selectKernel(LamportDataType datatype, LamportReduceOp op, int nRanks, LamportKernelVariant variant,
                            LamportFastPass pass = LamportFastPass::kGridStrided) {
   if (pass != LamportFastPass::kGridStrided && variant != LamportKernelVariant::kFast) return nullptr;
   if (variant == LamportKernelVariant::kTwoShot) return selectTwoShotKernel(datatype, op, nRanks);
@@ -126,34 +125,50 @@ static_assert(lamportDynamicSmemBytes(kLamportFastMaxThreads) <= 48 * 1024,
 constexpr int kThreadSlots = kLamportFastMaxThreads / 32;
 
 /** Kernels per (datatype, op, unrolled nRanks) in the grid-limit cache: the 3 variants + kFast's
- *  single-pass and stash kernels. */
+ *  single-pass and stash kernels (cache kernel ids 3 and 4). */
 constexpr int kKernelsPerSlot = 5;
+constexpr int kSinglePassKernelId = 3;
+constexpr int kStashKernelId = 4;
+
+/** The grid-limit cache's dimensions: datatypes (float32, float16, bfloat16), ops (sum, avg), and
+ *  nRanks unrolled (2, 4, 8) or not (the generic kernels: index 0). */
+constexpr int kDatatypeCount = 3;
+constexpr int kOpCount = 2;
+constexpr int kUnrolledRanksCount = 3;
+
+/** 1, 2, 3 for the unrolled nRanks 2, 4, 8; 0 for any other (the generic kernels). */
+constexpr int unrolledRanksIndex(int nRanks) { return nRanks == 2 ? 1 : nRanks == 4 ? 2 : nRanks == 8 ? 3 : 0; }
 
 /**
  * Index of a kernel in the grid-limit cache: datatype x op x unrolled nRanks x kernel (variant,
  * or kFast's single-pass / stash kernel) x data threads per block (the baseline always has 512).
  */
-int variantIndex(LamportDataType datatype, LamportReduceOp op, int nRanks,
-                 LamportKernelVariant variant = LamportKernelVariant::kBaseline, int dataThreads = 512,
-                 LamportFastPass pass = LamportFastPass::kGridStrided) {
-  const int ranksSlot = nRanks == 2 ? 1 : nRanks == 4 ? 2 : nRanks == 8 ? 3 : 0;
-  const int kernelSlot = (static_cast<int>(datatype) * 2 + static_cast<int>(op)) * 4 + ranksSlot;
-  const int kernel = pass == LamportFastPass::kSinglePass        ? 3
-                     : pass == LamportFastPass::kGridStridedStash ? 4
+int variantIndex(LamportDataType datatype, LamportReduceOp op, int nRanks, LamportKernelVariant variant,
+                 int dataThreads, LamportFastPass pass = LamportFastPass::kGridStrided) {
+  const int kernelSlot = (static_cast<int>(datatype) * kOpCount + static_cast<int>(op)) * (kUnrolledRanksCount + 1) +
+                         unrolledRanksIndex(nRanks);
+  const int kernel = pass == LamportFastPass::kSinglePass        ? kSinglePassKernelId
+                     : pass == LamportFastPass::kGridStridedStash ? kStashKernelId
                                                                   : static_cast<int>(variant);
   return (kernelSlot * kKernelsPerSlot + kernel) * kThreadSlots + (dataThreads / 32 - 1);
 }
 
-/** Cache index of an A/B shape of kFast (selectFastKernelShape's slot 1..), after the shipped ones. */
+/** Cache entries of the shipped kernels: every (datatype, op, nRanks index, kernel, block size). */
+constexpr int kShippedKernelSlots =
+    kDatatypeCount * kOpCount * (kUnrolledRanksCount + 1) * kKernelsPerSlot * kThreadSlots;
+
+/** Cache index of an A/B shape of kFast (selectFastKernelShape's slot 1..), after the shipped ones;
+ *  nRanks 2, 4 or 8 (the only ones with A/B shapes). */
 int shapeIndex(LamportReduceOp op, int nRanks, int slot, int dataThreads) {
-  const int ranksSlot = nRanks == 2 ? 0 : nRanks == 4 ? 1 : 2;
-  const int shipped = 3 * 2 * 4 * kKernelsPerSlot * kThreadSlots;
-  return shipped + ((static_cast<int>(op) * 3 + ranksSlot) * kLamportFastShapeSlots + (slot - 1)) * kThreadSlots +
+  const int ranksSlot = unrolledRanksIndex(nRanks) - 1;  // the A/B shapes exist for 2, 4, 8 ranks only
+  return kShippedKernelSlots +
+         ((static_cast<int>(op) * kUnrolledRanksCount + ranksSlot) * kLamportFastShapeSlots + (slot - 1)) * kThreadSlots +
          (dataThreads / 32 - 1);
 }
 
 constexpr int kCachedDevices = 64;
-constexpr int kVariants = 3 * 2 * 4 * kKernelsPerSlot * kThreadSlots + 2 * 3 * kLamportFastShapeSlots * kThreadSlots;
+// The A/B shapes are bf16 only: one datatype.
+constexpr int kVariants = kShippedKernelSlots + kOpCount * kUnrolledRanksCount * kLamportFastShapeSlots * kThreadSlots;
 // Grid limit per (device, variant); 0 = not computed yet. Written once, read on every launch.
 std::atomic<int> gResidentBlocks[kCachedDevices][kVariants];
 // Per device: 0 = not queried yet, else 1 + its LaunchFeature bits (deviceLaunchFeatures).
@@ -244,7 +259,7 @@ LaunchShape fastPassShape(const LamportAllReduceArgs& args, const LaunchShape& b
   if (pass == LamportFastPass::kSinglePassNoBarrier || pass == LamportFastPass::kGridStridedStashPrefetch) {
     int slot = 0;
     shape.kernel = selectFastAbPassKernel(args.datatype, args.op, args.layout.nRanks, pass, &slot);
-    shape.cacheIndex = shapeIndex(args.op, args.layout.nRanks, slot, shape.dataThreads);
+    shape.cacheIndex = shape.kernel != nullptr ? shapeIndex(args.op, args.layout.nRanks, slot, shape.dataThreads) : 0;
     return shape;
   }
   shape.kernel = selectKernel(args.datatype, args.op, args.layout.nRanks, args.variant, pass);
