@@ -139,7 +139,8 @@ LogSettings parseLogSettings(const char* ncclDebug, const char* ncclDebugSubsys)
     }
   }
   // Set but empty is an empty list, as NCCL reads it (src/debug.cc: the mask starts at 0, or at
-  // all bits after '^', and no token changes it): no INFO line of any subsystem.
+  // all bits after '^', and no token changes it): no line of any subsystem, and (as in NCCL,
+  // whose WARNs carry NCCL_ALL) no WARN either.
   if (ncclDebugSubsys != nullptr) {
     const char* list = ncclDebugSubsys;
     bool invert = false;

@@ -83,8 +83,11 @@ inline bool logEnabled(int level, uint64_t subsys) {
     current = detail::gLogLevel.load(std::memory_order_relaxed);
   }
   if (level > current) return false;
-  if (level == kLogWarn || level == kLogVersion) return true;
-  return (detail::gLogSubsys.load(std::memory_order_relaxed) & subsys) != 0;
+  const uint64_t mask = detail::gLogSubsys.load(std::memory_order_relaxed);
+  // WARN and VERSION lines count for every subsystem, as NCCL's (NCCL_ALL): only an empty mask
+  // (NCCL_DEBUG_SUBSYS="" or "^ALL") drops them.
+  if (level == kLogWarn || level == kLogVersion) return mask != 0;
+  return (mask & subsys) != 0;
 }
 
 /** Formats and prints one line. Prefer the LAMPORT_* macros, which test logEnabled() first. */

@@ -160,7 +160,8 @@ constexpr int kShippedKernelSlots =
 /** Cache index of an A/B shape of kFast (selectFastKernelShape's slot 1..), after the shipped ones;
  *  nRanks 2, 4 or 8 (the only ones with A/B shapes). */
 int shapeIndex(LamportReduceOp op, int nRanks, int slot, int dataThreads) {
-  const int ranksSlot = unrolledRanksIndex(nRanks) - 1;  // the A/B shapes exist for 2, 4, 8 ranks only
+  // The A/B shapes exist for 2, 4, 8 ranks only; any other nRanks shares the first slot.
+  const int ranksSlot = std::max(0, unrolledRanksIndex(nRanks) - 1);
   return kShippedKernelSlots +
          ((static_cast<int>(op) * kUnrolledRanksCount + ranksSlot) * kLamportFastShapeSlots + (slot - 1)) * kThreadSlots +
          (dataThreads / 32 - 1);

@@ -21,7 +21,7 @@
 
 namespace nccl_lamport {
 
-/** Threads per block of the one-shot kernel (also its __launch_bounds__). */
+/** Threads per block of the baseline one-shot kernel (also its __launch_bounds__). */
 constexpr int kLamportOneShotThreads = 512;
 
 // ---------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ enum class LamportReduceOp : int { kSum = 0, kAvg = 1 };
 enum LamportError : uint32_t { kLamportOk = 0, kLamportTimedOut = 1, kLamportAborted = 2 };
 
 /**
- * Which one-shot kernel a launch runs. kFast is the default (a zero-initialised args struct gets
+ * Which kernel a launch runs. kFast is the default (a zero-initialised args struct gets
  * it); kBaseline is the kernel of 2026-12-01, kept unchanged so benchmarks can time both in one
  * run (nccl-lamport-bench --loopback).
  *   kFast:     programmatic dependent launch on sm_90+ (griddepcontrol.wait before the rotation
@@ -33,15 +33,15 @@ enum LamportError : uint32_t { kLamportOk = 0, kLamportTimedOut = 1, kLamportAbo
  *              per data thread at a time (more, with all their polls in flight together, are
  *              A/B shapes: LamportAllReduceArgs::vectorsPerThread); 128 data threads per block by
  *              default, 256 from 128 KB (lamportDefaultDataThreads); at most
- *              1/kLamportResidencyShare of the device per launch (the co-residency bound
- *              below), the late PDL trigger above 1/kLamportEarlyTriggerShare of it.
+ *              1/kLamportResidencyShare of the device per launch (the co-residency bound,
+ *              lamport_allreduce.h), the late PDL trigger above 1/kLamportEarlyTriggerShare of it.
  *   kBaseline: 512-thread blocks, full-residency grid, no PDL, fence + atomic arrival on thread 0
  *              (docs/results-loopback-1xh200.md measures it; its full-residency grid can deadlock two
  *              communicators used in opposite orders: A/B timing only).
  *   kTwoShot:  the two-shot kernel (kernels/lamport_twoshot.cuh: Lamport reduce-scatter then
  *              all-gather, the kFast launch options and grid bound), for many ranks and large
- *              messages; needs 2 * ceil(vectors / nRanks) * 16 <= slotBytes (vectors = 16-byte
- *              vectors of the message, which may then be up to about nRanks / 2 slots).
+ *              messages of up to lamportTwoShotMaxVectors (lamport_layout.h) 16-byte vectors:
+ *              about nRanks / 2 slots.
  */
 enum class LamportKernelVariant : int { kFast = 0, kBaseline = 1, kTwoShot = 2 };
 

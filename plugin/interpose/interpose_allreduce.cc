@@ -246,7 +246,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvb
   if (real == nullptr) return realNcclMissing("ncclAllReduce");
   std::shared_ptr<LamportComm> lc =
       interposerEnabled() && comm != nullptr ? CommRegistry::instance().find(comm) : nullptr;
-  // A non-blocking split's child used before anything told us about it (plugin/comm/deferred_setup.h).
+  // A non-blocking split's child used before anything told us about it (plugin/comm/pending_children.h).
   if (lc == nullptr && comm != nullptr && interposerEnabled() && adoptPendingChild(comm)) {
     lc = CommRegistry::instance().find(comm);
   }

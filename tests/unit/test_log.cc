@@ -135,9 +135,13 @@ TEST_F(LogTest, LogEnabledFollowsLevelAndSubsystem) {
   EXPECT_TRUE(logEnabled(kLogInfo, kSubsysTuning | kSubsysInit));
   EXPECT_FALSE(logEnabled(kLogInfo, kSubsysInit));
   EXPECT_FALSE(logEnabled(kLogTrace, kSubsysTuning));
-  // WARN (and VERSION) ignore the subsystem mask, as NCCL's WARN does.
+  // WARN and VERSION count for every subsystem, as NCCL's (NCCL_ALL): any mask but an empty one.
   EXPECT_TRUE(logEnabled(kLogWarn, kSubsysInit));
   EXPECT_TRUE(logEnabled(kLogWarn, kSubsysAll));
+  setLogSettingsForTest(settingsOf(kLogInfo, 0));  // NCCL_DEBUG_SUBSYS="" or "^ALL"
+  EXPECT_FALSE(logEnabled(kLogWarn, kSubsysAll)) << "NCCL prints no WARN with an empty mask";
+  EXPECT_FALSE(logEnabled(kLogInfo, kSubsysInit));
+  EXPECT_FALSE(logEnabled(kLogVersion, kSubsysInit)) << "nor a VERSION line";
 
   setLogSettingsForTest(settingsOf(kLogNone, kSubsysAll));
   EXPECT_FALSE(logEnabled(kLogWarn, kSubsysAll));
@@ -185,7 +189,7 @@ TEST_F(LogTest, DeviceField) {
 
 TEST_F(LogTest, WarnLineCarriesFileAndLine) {
   setLogSinkForTest(captureSink);
-  setLogSettingsForTest(settingsOf(kLogWarn, 0));
+  setLogSettingsForTest(settingsOf(kLogWarn, kSubsysInit));
   const int line = __LINE__ + 1;
   LAMPORT_WARN("bad value %s", "x");
   const std::vector<std::string> lines = sinkLines();
