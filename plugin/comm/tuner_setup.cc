@@ -2,12 +2,14 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "plugin/abi/entry_guard.h"
 #include "plugin/comm/host_rendezvous.h"
@@ -16,6 +18,7 @@
 #include "plugin/comm/setup_verdict.h"
 #include "plugin/comm/comm_teardown.h"
 #include "common/config.h"
+#include "common/readable_memory.h"
 #include "plugin/transport/cuda_driver.h"
 #include "common/log.h"
 #include "plugin/loader/real_nccl.h"
@@ -104,24 +107,33 @@ void replacePlaceholder(const void* slot, const LamportComm* placeholder, std::u
 // is bound to the set-up recorded exactly there, or to none.
 std::atomic<uintptr_t> gSlotOffset{0};
 
+/** What the handle's memory says about a candidate set-up at `slot` (above the handle). */
+enum class HandleCheck { kUnreadable, kNoMagic, kSlotOfAnother, kSlotInside };
+
 /**
- * True when `slot` lies inside the struct ncclComm that starts at `handle`: no NCCL magic between
- * the handle's startMagic and the slot. NCCL keeps endMagic as the struct's last field (comm.h
+ * Reads the handle's struct from its first word up to `slot` (or its first word alone when
+ * checkRange is false) without faulting: a destroyed handle's memory may be unmapped. The slot
+ * lies inside the struct ncclComm that starts at `handle` when no NCCL magic lies between the
+ * handle's startMagic and the slot: NCCL keeps endMagic as the struct's last field (comm.h
  * static_asserts it), and every other communicator's struct starts with startMagic, so a slot of
- * a neighbouring communicator always has one of the two in between. Reads only that range,
- * which never goes past the handle's own endMagic: memory of the live communicator.
+ * a neighbouring communicator always has one of the two in between.
  */
-bool slotInsideComm(uintptr_t handle, uintptr_t slot) {
-  for (uintptr_t at = handle + sizeof(uint64_t); at + sizeof(uint64_t) <= slot; at += sizeof(uint64_t)) {
-    uint64_t word;
-    memcpy(&word, reinterpret_cast<const void*>(at), sizeof(word));
-    if (word == kNcclCommMagic) return false;
+HandleCheck checkHandle(uintptr_t handle, uintptr_t slot, bool checkRange) {
+  uint64_t first = 0;
+  if (!copyIfReadable(reinterpret_cast<const void*>(handle), &first, sizeof(first))) return HandleCheck::kUnreadable;
+  if (first != kNcclCommMagic) return HandleCheck::kNoMagic;
+  if (!checkRange || slot <= handle + sizeof(uint64_t)) return HandleCheck::kSlotInside;
+  std::vector<uint64_t> words((slot - handle) / sizeof(uint64_t) - 1);
+  if (!copyIfReadable(reinterpret_cast<const void*>(handle + sizeof(uint64_t)), words.data(),
+                      words.size() * sizeof(uint64_t))) {
+    return HandleCheck::kUnreadable;
   }
-  return true;
+  return std::find(words.begin(), words.end(), kNcclCommMagic) == words.end() ? HandleCheck::kSlotInside
+                                                                               : HandleCheck::kSlotOfAnother;
 }
 
 /** The pending entry for handle, under gMutex: exactly at the learnt offset once it is known;
- *  before, the nearest one above within kMaxCommBytes (to be checked with slotInsideComm). */
+ *  before, the nearest one above within kMaxCommBytes (to be checked with checkHandle). */
 std::map<uintptr_t, Pending>::iterator candidateFor(uintptr_t handle) {
   const uintptr_t offset = gSlotOffset.load(std::memory_order_relaxed);
   if (offset != 0) return pending().find(handle + offset);
@@ -216,20 +228,26 @@ bool tunerSetUpRecordedFor(ncclComm_t comm) {
   return candidateFor(reinterpret_cast<uintptr_t>(comm)) != pending().end();
 }
 
-bool bindCommToTunerSetUp(ncclComm_t comm) {
+bool bindCommToTunerSetUp(ncclComm_t comm, bool registerIfNone) {
   if (comm == nullptr) return false;
   const auto handle = reinterpret_cast<uintptr_t>(comm);
   std::unique_ptr<LamportComm> lc;
   std::string why;
+  bool unreadable = false;
   {
     std::lock_guard<std::mutex> lock(gMutex);
     auto it = candidateFor(handle);
     const bool learnt = gSlotOffset.load(std::memory_order_relaxed) != 0;
+    const HandleCheck check =
+        it == pending().end() ? HandleCheck::kNoMagic : checkHandle(handle, it->first, /*checkRange=*/!learnt);
     if (it == pending().end()) {
       why = "no set-up was recorded for it in the tuner's init";
-    } else if (*reinterpret_cast<const uint64_t*>(comm) != kNcclCommMagic) {
+    } else if (check == HandleCheck::kUnreadable) {
+      unreadable = true;
+      why = "its memory cannot be read (a destroyed communicator)";
+    } else if (check == HandleCheck::kNoMagic) {
       why = "the handle does not start with NCCL's communicator magic";
-    } else if (!learnt && !slotInsideComm(handle, it->first)) {
+    } else if (check == HandleCheck::kSlotOfAnother) {
       // The nearest set-up above is another communicator's (this one's was never recorded).
       why = "no set-up was recorded for it in the tuner's init (the nearest one belongs to another communicator)";
     } else {
@@ -239,6 +257,9 @@ bool bindCommToTunerSetUp(ncclComm_t comm) {
     }
   }
   if (lc == nullptr) {
+    // A query is answered "unknown" instead: what it asked about may be no live communicator,
+    // and registering one asks NCCL about the handle.
+    if (!registerIfNone || unreadable) return false;
     registerIneligible(comm, ("reached through tuner activation's entry hooks, but " + why).c_str());
     return true;
   }

@@ -47,9 +47,12 @@ void forgetTunerSetUp(const void* contextSlot);
  *  the handle's memory (a destroyed handle is safe to ask). */
 bool tunerSetUpRecordedFor(ncclComm_t comm);
 
-/** At a hooked call on a handle we do not know: registers it with the set-up recorded for it
- *  (never another communicator's: see above), or as not accelerated with the reason. True when
- *  it is now registered. Reads the handle's struct up to its slot. */
-bool bindCommToTunerSetUp(ncclComm_t comm);
+/** On a handle we do not know: registers it with the set-up recorded for it (never another
+ *  communicator's: see above). Where there is none, registerIfNone (a hooked call: the handle is
+ *  NCCL's to use) registers it as not accelerated with the reason and returns true, else (a
+ *  query through the extension API) registers nothing and returns false. True when it is now
+ *  registered. Reads the handle's struct up to its slot without faulting: a handle whose memory
+ *  is unmapped (destroyed) is never registered. */
+bool bindCommToTunerSetUp(ncclComm_t comm, bool registerIfNone);
 
 }  // namespace nccl_lamport

@@ -141,7 +141,7 @@ void bindHookedComm(ncclComm_t comm) {
   // calls on it until it is ready; the first call after that binds it.
   ncclResult_t state = ncclSuccess;
   if (REAL_NCCL(ncclCommGetAsyncError)(comm, &state) == ncclSuccess && state == ncclInProgress) return;
-  bindCommToTunerSetUp(comm);
+  bindCommToTunerSetUp(comm, /*registerIfNone=*/true);
 }
 
 void bindQueriedComm(ncclComm_t comm) {
@@ -149,7 +149,7 @@ void bindQueriedComm(ncclComm_t comm) {
   if (CommRegistry::instance().find(comm) != nullptr) return;
   // Only a handle with a set-up recorded above it: anything else (a destroyed handle, a handle of
   // a communicator made before the hooks) is answered "unknown" without touching its memory.
-  if (tunerSetUpRecordedFor(comm)) bindCommToTunerSetUp(comm);
+  if (tunerSetUpRecordedFor(comm)) bindCommToTunerSetUp(comm, /*registerIfNone=*/false);
 }
 
 }  // namespace nccl_lamport

@@ -1,5 +1,5 @@
 # CPU-only GoogleTest suite (label "cpu"): tuner ABI, routing policy, configuration, logging,
-# reading user-named files.
+# reading user-named files and memory that may be unmapped.
 # No GPU, no NCCL library: the tests drive the exported tuner structs through
 # lamport_tuner_exports and call the policy code directly. Included from tests/CMakeLists.txt.
 if(NOT TARGET GTest::gtest_main)
@@ -14,6 +14,7 @@ add_executable(lamport_cpu_tests
   ${CMAKE_CURRENT_LIST_DIR}/test_launch_policy.cc
   ${CMAKE_CURRENT_LIST_DIR}/test_tuning_file.cc
   ${CMAKE_CURRENT_LIST_DIR}/test_small_file.cc
+  ${CMAKE_CURRENT_LIST_DIR}/test_readable_memory.cc
   ${CMAKE_CURRENT_LIST_DIR}/test_config.cc
   ${CMAKE_CURRENT_LIST_DIR}/test_log.cc
   ${CMAKE_CURRENT_LIST_DIR}/test_log_file.cc

@@ -7,6 +7,8 @@
 // nodes" takes the set-up's branch that needs no CUDA.
 #include <gtest/gtest.h>
 #include <nccl.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -62,7 +64,7 @@ nccl_lamport::TunerCommInfo infoFor(uint64_t commId, size_t nNodes) {
 
 /** The entry the handle is registered with after its first hooked call (null if none). */
 std::shared_ptr<nccl_lamport::LamportComm> bind(ncclComm_t comm) {
-  if (!nccl_lamport::bindCommToTunerSetUp(comm)) return nullptr;
+  if (!nccl_lamport::bindCommToTunerSetUp(comm, /*registerIfNone=*/true)) return nullptr;
   return nccl_lamport::CommRegistry::instance().find(comm);
 }
 
@@ -149,6 +151,68 @@ TEST(TunerBind, TheTunerInitRecordsAnEntryBeforeItsSetUpRuns) {
   ASSERT_NE(bound, nullptr);
   EXPECT_EQ(bound->commId, info.commId);
   EXPECT_FALSE(bound->eligible) << "no peer came";
+  nccl_lamport::CommRegistry::instance().remove(comms.comm(0));
+}
+
+/** One communicator laid out as NCCL allocates it, in its own mapping, so that its first page can
+ *  be unmapped as a destroyed communicator's calloc'ed block is. */
+class MappedComm {
+ public:
+  MappedComm() {
+    bytes_ = (kCommBytes + kPage - 1) / kPage * kPage;
+    void* at = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    base_ = at == MAP_FAILED ? nullptr : static_cast<char*>(at);
+    if (base_ == nullptr) return;
+    const uint64_t magic = nccl_lamport::kNcclCommMagic;
+    memcpy(base_, &magic, sizeof(magic));
+    memcpy(base_ + kCommBytes - sizeof(magic), &magic, sizeof(magic));
+  }
+  ~MappedComm() {
+    if (base_ != nullptr) munmap(base_ + firstMapped_, bytes_ - firstMapped_);
+  }
+  bool ok() const { return base_ != nullptr; }
+  ncclComm_t comm() { return reinterpret_cast<ncclComm_t>(base_); }
+  const void* slot() { return base_ + kSlotOffset; }
+  void unmapFirstPage() {
+    munmap(base_, kPage);
+    firstMapped_ = kPage;
+  }
+
+ private:
+  static constexpr size_t kPage = 4096;
+  char* base_ = nullptr;
+  size_t bytes_ = 0;
+  size_t firstMapped_ = 0;
+};
+
+// The extension API asked about a destroyed communicator whose memory is unmapped, with a set-up
+// recorded above it (a neighbour's, or its own never bound): it used to read the handle and fault.
+TEST(TunerBind, AQueryAboutAnUnmappedHandleIsUnknownWithoutAFault) {
+  MappedComm destroyed;
+  ASSERT_TRUE(destroyed.ok());
+  const auto info = infoFor(0x4445414444454144ull, 2);
+  nccl_lamport::setUpAtTunerInit(info, destroyed.slot());
+  destroyed.unmapFirstPage();
+  ASSERT_TRUE(nccl_lamport::tunerSetUpRecordedFor(destroyed.comm()));
+  EXPECT_FALSE(nccl_lamport::bindCommToTunerSetUp(destroyed.comm(), /*registerIfNone=*/false));
+  EXPECT_FALSE(nccl_lamport::bindCommToTunerSetUp(destroyed.comm(), /*registerIfNone=*/true))
+      << "an unreadable handle is never registered";
+  EXPECT_EQ(nccl_lamport::CommRegistry::instance().find(destroyed.comm()), nullptr);
+  nccl_lamport::forgetTunerSetUp(destroyed.slot());
+}
+
+// A query about an address that is no communicator's start (inside one) is answered "unknown":
+// before, it was registered OFF for good and NCCL was asked about it (ncclCommCount reads it).
+TEST(TunerBind, AQueryAboutAnAddressInsideACommunicatorRegistersNothing) {
+  TwoComms comms;
+  const auto info = infoFor(0x4741524241474521ull, 2);
+  nccl_lamport::setUpAtTunerInit(info, comms.slot(0));
+  const auto inside = reinterpret_cast<ncclComm_t>(reinterpret_cast<char*>(comms.comm(0)) + 8);
+  EXPECT_FALSE(nccl_lamport::bindCommToTunerSetUp(inside, /*registerIfNone=*/false));
+  EXPECT_EQ(nccl_lamport::CommRegistry::instance().find(inside), nullptr);
+  const auto own = bind(comms.comm(0));
+  ASSERT_NE(own, nullptr);
+  EXPECT_EQ(own->commId, info.commId) << "the query took the communicator's own set-up";
   nccl_lamport::CommRegistry::instance().remove(comms.comm(0));
 }
 
