@@ -5,8 +5,10 @@
 #include <pwd.h>
 #include <stdlib.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <mutex>
 #include <sstream>
 #include <vector>
@@ -17,6 +19,14 @@
 namespace nccl_lamport {
 
 namespace {
+
+/** dlopen, except for a path to something that is not a regular file (a FIFO: dlopen would wait
+ *  for a writer for ever, inside NCCL's init). */
+void* openLibrary(const std::string& name, int flags) {
+  struct stat st {};
+  if (name.find('/') != std::string::npos && stat(name.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return nullptr;
+  return dlopen(name.c_str(), flags);
+}
 
 /** nccl.conf's text; empty when it is missing, unreadable, not a regular file or over 1 MiB (the
  *  reader of every file a user names: it never waits on a FIFO, never reads a huge file whole). */
@@ -129,7 +139,7 @@ DisplacedTuner search(int version, const std::string& ourPath) {
                     : pluginLibraryNames(value, "nccl-tuner", rules.prefixedNameAlways);
   bool ours = false;
   for (const std::string& name : names) {
-    void* handle = dlopen(name.c_str(), openFlags);
+    void* handle = openLibrary(name, openFlags);
     if (handle == nullptr) continue;
     DisplacedTuner found = tableIn(handle, rules.structVersions, ourPath, &ours);
     if (found.table == nullptr) {
@@ -168,7 +178,7 @@ DisplacedTuner search(int version, const std::string& ourPath) {
         value.empty() ? std::vector<std::string>{"libnccl-net.so"}
                       : pluginLibraryNames(value, "nccl-net", rules.prefixedNameAlways);
     for (const std::string& name : netNames) {
-      void* handle = dlopen(name.c_str(), openFlags | (rules.opensNetPluginItself ? 0 : RTLD_NOLOAD));
+      void* handle = openLibrary(name, openFlags | (rules.opensNetPluginItself ? 0 : RTLD_NOLOAD));
       if (handle == nullptr) continue;
       if (netHandle != nullptr) dlclose(netHandle);
       netHandle = handle;
@@ -200,6 +210,8 @@ bool tunerPluginInConf(const std::string& confText, std::string* value, bool str
     const size_t eq = line.find('=');
     if (eq == std::string::npos || line.compare(0, eq, "NCCL_TUNER_PLUGIN") != 0) continue;
     *value = line.substr(eq + 1);
+    // NCCL keeps the value as a C string: it ends at a NUL byte.
+    value->resize(strnlen(value->c_str(), value->size()));
     return true;
   }
   return false;

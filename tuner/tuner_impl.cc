@@ -68,12 +68,35 @@ void pinObject(const std::string& path) {
   if (handle != nullptr) dlclose(handle);  // the NODELETE mark stays
 }
 
+// The file of another nccl-lamport whose wrappers already interpose NCCL in this process (one
+// preloaded under another name than this tuner's file: a site-wide NCCL_TUNER_PLUGIN beside a
+// user's LD_PRELOAD), else "". Its extension API is in the global scope, which comes before this
+// object's own in the search.
+std::string otherLamportInterposer() {
+  void* fn = dlsym(RTLD_DEFAULT, "ncclLamportGetCommInfo");
+  Dl_info theirs{};
+  Dl_info ours{};
+  if (fn == nullptr || dladdr(fn, &theirs) == 0 ||
+      dladdr(reinterpret_cast<void*>(&otherLamportInterposer), &ours) == 0 || theirs.dli_fbase == ours.dli_fbase) {
+    return "";
+  }
+  return theirs.dli_fname != nullptr ? theirs.dli_fname : "?";
+}
+
 // The first tuner init's decision: hooks in, or the tuner-only notice and the path off.
 void decideTunerOnlyMode(const TunerCommInfo& comm, const void* callerInNccl) {
   const std::string path = ownObjectPath();
   // Preloaded but no wrapper ran (NCCL_LAMPORT_ENABLE=0, or communicators made through entry
   // points we do not wrap): the advice to preload would be wrong, and the interposer says why.
   if (preloadListNames(getenv("LD_PRELOAD"), path.c_str())) return;
+  // Another copy interposes: hooking NCCL too would put a second layer of wrappers, and a second
+  // workspace set-up, under its calls.
+  const std::string other = otherLamportInterposer();
+  if (!other.empty()) {
+    LAMPORT_INFO(kTunerLogSubsys, "another nccl-lamport (%s) already wraps NCCL in this process: this copy (%s) "
+                 "is NCCL's tuner only and patches nothing", other.c_str(), path.c_str());
+    return;
+  }
   pinObject(path);
   // Tuner activation: with NCCL_LAMPORT_ENABLE=0 (or the hooks not asked for) no byte of NCCL
   // is touched.

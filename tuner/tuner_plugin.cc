@@ -53,6 +53,11 @@ TunerCommInfo commInfoWithId(int abiVersion, uint64_t commId, size_t nRanks, siz
   return comm;
 }
 
+// True on a thread while a displaced tuner's init runs: one that chains to a tuner of its own,
+// which is ours again, calls our init from inside its own, and that init must chain nothing (an
+// endless recursion before).
+thread_local bool tChaining = false;
+
 // Chains the tuner ours displaced (tuner/displaced_tuner.h) into this communicator's context.
 // One of NCCL's version gets exactly NCCL's arguments (callInit); an older one (v2..v4) gets what
 // its init takes. Its getCollInfo and finalize/destroy run after ours (tuner_impl.cc, through
@@ -61,6 +66,7 @@ template <typename Table, typename CallInit>
 void chainDisplaced(int version, void** context, size_t nRanks, size_t nNodes, abi::TunerLogger logger,
                     CallInit callInit) {
   if (context == nullptr || *context == nullptr) return;
+  if (tChaining) return;
   DisplacedTuner found;
   try {
     found = displacedTuner(version, ownObjectPath());
@@ -69,10 +75,17 @@ void chainDisplaced(int version, void** context, size_t nRanks, size_t nNodes, a
   }
   if (!chainableTuner(found.abiVersion, found.table)) return;
   void* inner = nullptr;
-  const ncclResult_t result =
-      found.abiVersion == version
-          ? callInit(static_cast<const Table*>(found.table), &inner)
-          : initOlderTuner(found.abiVersion, found.table, nRanks, nNodes, logger, &inner);
+  tChaining = true;
+  ncclResult_t result = ncclInternalError;
+  try {
+    result = found.abiVersion == version
+                 ? callInit(static_cast<const Table*>(found.table), &inner)
+                 : initOlderTuner(found.abiVersion, found.table, nRanks, nNodes, logger, &inner);
+  } catch (...) {
+    tChaining = false;
+    throw;
+  }
+  tChaining = false;
   if (result != ncclSuccess) {
     LAMPORT_INFO(kSubsysTuning, "tuner: the tuner ours displaced (%s) failed its init: NCCL tunes this "
                  "communicator alone", found.source.c_str());

@@ -179,6 +179,14 @@ foreach(_abi 4 3 2)
     displaced_tuner_case(v${_abi}-only.${_case} ${_case} "${_by_conf}")
   endforeach()
 endforeach()
+# A FIFO named in nccl.conf (the test writes the conf), and a displaced tuner that chains back
+# to ours (libnccl-lamport.so, a second copy in the process; its hooks stay off).
+displaced_tuner_case(AFifoNamedInNcclConfIsNotOpened AFifoNamedInNcclConfIsNotOpened "HOME=/nonexistent")
+if(TARGET nccl-lamport)
+  displaced_tuner_case(ATunerThatChainsBackToOursEndsTheLoop ATunerThatChainsBackToOursEndsTheLoop
+    "HOME=/nonexistent;NCCL_CONF_FILE=${_conf};FAKE_CHAIN_TO=$<TARGET_FILE:nccl-lamport>;NCCL_LAMPORT_TUNER_HOOKS=0")
+  add_dependencies(shim_displaced_tuner nccl-lamport)
+endif()
 # A tuner with only v5..v7 is found, and chained by none of NCCL 2.21 - 2.27.
 displaced_tuner_case(v5-v7.OlderNcclsChainTheNetPluginsTuner OlderNcclsChainTheNetPluginsTuner
   "HOME=/nonexistent;NCCL_CONF_FILE=/nonexistent.conf;NCCL_NET_PLUGIN=${_fake_tuner};FAKE_EXPORTS=7")
@@ -244,6 +252,21 @@ displaced_tuner_case(ANetPluginListKeepsItsTunerAnswering ANetPluginListKeepsIts
   "HOME=/nonexistent;NCCL_CONF_FILE=/nonexistent.conf;NCCL_NET_PLUGIN=$<TARGET_FILE:shim_fake_displaced_tuner_v4>,libnccl-net-absent.so")
 displaced_tuner_case(AnotherCopyOfOursIsNeverChainedByOlderNccls AnotherCopyOfOursIsNeverChainedByOlderNccls
   "HOME=/nonexistent;NCCL_CONF_FILE=${_copy_conf};NCCL_NET_PLUGIN=${_fake_v2}")
+
+# Another copy of nccl-lamport preloaded beside the tuner NCCL loads (a site-wide
+# NCCL_TUNER_PLUGIN, a user's LD_PRELOAD build): the tuner copy says so and hooks nothing (both
+# copies wrapped every call before).
+set(_preloaded_copy_dir ${CMAKE_CURRENT_BINARY_DIR}/preloaded_lamport_copy)
+add_custom_target(shim_preloaded_lamport_copy ALL
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${_preloaded_copy_dir}
+  COMMAND ${CMAKE_COMMAND} -E copy_if_different $<TARGET_FILE:nccl-lamport> ${_preloaded_copy_dir}/libnccl-lamport.so
+  DEPENDS nccl-lamport VERBATIM)
+add_dependencies(shim_tuner_activation shim_preloaded_lamport_copy)
+add_test(NAME shim_tuner_activation.preloadedcopy COMMAND shim_tuner_activation preloadedcopy)
+set_tests_properties(shim_tuner_activation.preloadedcopy PROPERTIES LABELS cpu TIMEOUT 60
+  ENVIRONMENT "${_tuner_env};NCCL_DEBUG=INFO;LD_PRELOAD=${_preloaded_copy_dir}/libnccl-lamport.so"
+  PASS_REGULAR_EXPRESSION "already wraps NCCL in this process.*PASS preloadedcopy"
+  FAIL_REGULAR_EXPRESSION "entry points of .* hooked")
 
 # The A/B switch under NCCL_TUNER_PLUGIN: the INFO line says the path is off and NCCL untouched,
 # and gives no LD_PRELOAD advice (which would not turn it on).

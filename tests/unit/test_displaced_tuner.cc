@@ -6,8 +6,11 @@
 // fakes that export only tuner ABI v4, v3 or v2 (tuner/chained_tuner.h adapts).
 #include <dlfcn.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <future>
 #include <cstdio>
 #include <cstring>
 #include <initializer_list>
@@ -182,10 +185,50 @@ TEST(DisplacedTuner, ConfParsing) {
   // Set but empty is set (NCCL then loads libnccl-tuner.so, and a later file cannot override it).
   EXPECT_TRUE(tunerPluginInConf("NCCL_TUNER_PLUGIN=\nNCCL_TUNER_PLUGIN=b\n", &value));
   EXPECT_EQ(value, "");
+  // NCCL keeps the value as a C string: a NUL byte ends it (before, "" + "junk" was dlopen'ed as
+  // one name, which is not what NCCL loads).
+  const std::string withNul("NCCL_TUNER_PLUGIN=ofi\0junk\n", 27);
+  EXPECT_TRUE(tunerPluginInConf(withNul, &value));
+  EXPECT_EQ(value, "ofi");
 }
 
 // The names NCCL tries for a value (src/plugin/plugin_open.cc): the prefixed form is skipped only
 // for a path or a name that both starts with "lib" and ends with ".so".
+// A FIFO named by NCCL_TUNER_PLUGIN in nccl.conf is not opened: dlopen would wait for a writer for
+// ever, inside NCCL's communicator init (found by a break-test). The conf is written here.
+TEST(DisplacedTuner, AFifoNamedInNcclConfIsNotOpened) {
+  char dir[] = "/tmp/lamport-displaced-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string fifo = std::string(dir) + "/libnccl-tuner-fifo.so";
+  const std::string conf = std::string(dir) + "/nccl.conf";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  FILE* f = fopen(conf.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fprintf(f, "NCCL_TUNER_PLUGIN=%s\n", fifo.c_str());
+  fclose(f);
+  setenv("NCCL_CONF_FILE", conf.c_str(), 1);
+  auto done = std::async(std::launch::async, [] { return driveOnce<abi::TunerV6, abi::TunerConstantsV6>(ncclTunerPlugin_v6); });
+  const bool returned = done.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  EXPECT_TRUE(returned) << "our tuner's init waited on a FIFO named in nccl.conf";
+  if (returned) EXPECT_EQ(done.get(), 5.0f) << "nothing was chained";
+  unlink(fifo.c_str());
+  unlink(conf.c_str());
+  rmdir(dir);
+  if (!returned) std::_Exit(1);  // the init thread is stuck in dlopen: do not wait for it at exit
+}
+
+// A displaced tuner that chains to a tuner of its own, which is ours again (FAKE_CHAIN_TO names
+// libnccl-lamport.so), called our init from inside its own for ever: a stack overflow. Ours now
+// chains nothing from inside a chained init.
+TEST(DisplacedTuner, ATunerThatChainsBackToOursEndsTheLoop) {
+  ASSERT_NE(getenv("FAKE_CHAIN_TO"), nullptr);
+  EXPECT_EQ((driveOnce<abi::TunerV6, abi::TunerConstantsV6>(ncclTunerPlugin_v6)), 0.0f) << "the fake still answers";
+  void* fake = dlopen(FAKE_DISPLACED_TUNER, RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(fake, nullptr);
+  EXPECT_GE(displacedCalls(fake)[0], 1);
+  EXPECT_LE(displacedCalls(fake)[0], 2) << "the fake's init ran more than once per copy of ours";
+}
+
 TEST(DisplacedTuner, PluginNames) {
   using Names = std::vector<std::string>;
   EXPECT_EQ(pluginLibraryNames("ofi", "nccl-tuner"), (Names{"ofi", "libnccl-tuner-ofi.so"}));

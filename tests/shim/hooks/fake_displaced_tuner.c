@@ -6,9 +6,13 @@
  * fakeDisplacedCalls (init, getCollInfo, finalize), so a test sees it still answers. A call that
  * does not look like its own ABI's (wrong context, *nChannels not NCCL's 0, v2's choice not
  * starting as undefined) is not counted. v2 also keeps the collNet and NVLS support it was last
- * told in fakeDisplacedSupport. */
+ * told in fakeDisplacedSupport. With FAKE_CHAIN_TO set (v5..v7 build), its init also chains to
+ * the tuner of that library, as a tuner that keeps one of its own behind it does: naming ours
+ * there makes a loop that ours must break. */
+#include <dlfcn.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 typedef int ncclResult_t;
 typedef void (*Logger)(int, unsigned long, const char*, int, const char*, ...);
@@ -32,11 +36,23 @@ static void forceRingSimple(float** table, int numAlgo, int numProto) {
 
 #ifndef FAKE_TUNER_ABI
 
+typedef ncclResult_t (*InitFn)(void**, uint64_t, size_t, size_t, Logger, void*, void*);
+typedef ncclResult_t (*FinalizeFn)(void*);
+struct Tuner { const char* name; void* init; void* getCollInfo; void* finalize; void* getChunkSize; };
+
 static ncclResult_t init(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, Logger log, void* nvl,
                          void* constants) {
-  (void)commId; (void)nRanks; (void)nNodes; (void)log; (void)nvl; (void)constants;
   *ctx = &marker;
   ++fakeDisplacedCalls[0];
+  const char* chainTo = getenv("FAKE_CHAIN_TO");
+  if (chainTo != NULL) {
+    void* lib = dlopen(chainTo, RTLD_NOW | RTLD_LOCAL);
+    const struct Tuner* inner = lib != NULL ? (const struct Tuner*)dlsym(lib, "ncclTunerPlugin_v6") : NULL;
+    void* innerCtx = NULL;
+    if (inner != NULL && ((InitFn)inner->init)(&innerCtx, commId, nRanks, nNodes, log, nvl, constants) == 0) {
+      ((FinalizeFn)inner->finalize)(innerCtx);
+    }
+  }
   return 0;
 }
 
@@ -49,7 +65,6 @@ static ncclResult_t getCollInfo(void* ctx, int coll, size_t nBytes, int numPipeO
   return 0;
 }
 
-struct Tuner { const char* name; void* init; void* getCollInfo; void* finalize; void* getChunkSize; };
 EXPORT const struct Tuner ncclTunerPlugin_v5 = {"displaced", (void*)init, (void*)getCollInfo, (void*)finalize, 0};
 EXPORT const struct Tuner ncclTunerPlugin_v6 = {"displaced", (void*)init, (void*)getCollInfo, (void*)finalize, 0};
 EXPORT const struct Tuner ncclTunerPlugin_v7 = {"displaced", (void*)init, (void*)getCollInfo, (void*)finalize, 0};

@@ -17,6 +17,8 @@
  *   untouched the hooks must not be installed (NCCL_LAMPORT_ENABLE=0, or mprotect refused by
  *             STANDIN_DENY_WX=1): every entry byte is unchanged, nothing reaches a wrapper and
  *             ncclLamportIsActive() is 0
+ *   preloadedcopy another nccl-lamport is preloaded under another file name: the tuner copy
+ *             hooks nothing (every entry byte unchanged)
  * Exit 0 and "PASS" on success. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -170,19 +172,35 @@ static void threads(void) {
   free(plugin);
 }
 
-static void untouched(void) {
+/* Creates communicator `tag` (the stand-in loads the tuner) and checks that no entry of the
+ * stand-in was hooked meanwhile. */
+static ncclComm_t createUnhooked(int tag) {
   unsigned char before[kHookedCount][16];
   for (int i = 0; i < kHookedCount; ++i) memcpy(before[i], dlsym(standin(), kHooked[i]), 16);
-  ncclComm_t comm = create(3);
+  ncclComm_t comm = create(tag);
   CHECK(standinTunerLoads == 1, "the stand-in did not load the tuner");
   for (int i = 0; i < kHookedCount; ++i) {
     CHECK(memcmp(before[i], dlsym(standin(), kHooked[i]), 16) == 0, "%s changed", kHooked[i]);
   }
+  return comm;
+}
+
+static void untouched(void) {
+  ncclComm_t comm = createUnhooked(3);
   float x = 0;
   CHECK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess, "allreduce");
   CHECK(infoOf(comm).known == 0, "a wrapper ran without hooks");
   int (*isActive)(void) = dlsym(ours(), "ncclLamportIsActive");
   CHECK(isActive != NULL && isActive() == 0, "ncclLamportIsActive() != 0 without hooks");
+  CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy");
+}
+
+/* Another copy of nccl-lamport is preloaded (under another file name than the tuner NCCL loads):
+ * the tuner copy must not hook NCCL under the preloaded copy's wrappers. */
+static void preloadedcopy(void) {
+  ncclComm_t comm = createUnhooked(31);
+  float x = 0;
+  CHECK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess, "allreduce");
   CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy");
 }
 
@@ -475,6 +493,7 @@ int main(int argc, char** argv) {
   else if (strcmp(argv[1], "concurrent") == 0) concurrent();
   else if (strcmp(argv[1], "window") == 0) window();
   else if (strcmp(argv[1], "twocopies") == 0) twocopies();
+  else if (strcmp(argv[1], "preloadedcopy") == 0) preloadedcopy();
   else CHECK(0, "unknown scenario %s", argv[1]);
   printf("PASS %s\n", argv[1]);
   return 0;
