@@ -89,6 +89,7 @@ void decideTunerOnlyMode(const TunerCommInfo& comm, const void* callerInNccl) {
   // Preloaded but no wrapper ran (NCCL_LAMPORT_ENABLE=0, or communicators made through entry
   // points we do not wrap): the advice to preload would be wrong, and the interposer says why.
   if (preloadListNames(getenv("LD_PRELOAD"), path.c_str())) return;
+  pinObject(path);
   // Another copy interposes: hooking NCCL too would put a second layer of wrappers, and a second
   // workspace set-up, under its calls.
   const std::string other = otherLamportInterposer();
@@ -97,7 +98,6 @@ void decideTunerOnlyMode(const TunerCommInfo& comm, const void* callerInNccl) {
                  "is NCCL's tuner only and patches nothing", other.c_str(), path.c_str());
     return;
   }
-  pinObject(path);
   // Tuner activation: with NCCL_LAMPORT_ENABLE=0 (or the hooks not asked for) no byte of NCCL
   // is touched.
   const Config& config = globalConfig();

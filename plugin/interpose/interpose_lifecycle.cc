@@ -238,8 +238,9 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, co
   if (!interposerEnabled()) return real(comms, ndev, devlist);
   markInterposerActive();
   ncclResult_t result = real(comms, ndev, devlist);
-  // No config: NCCL_MAX_CTAS alone caps the blocks, at the set-up.
-  if (comms != nullptr && ndev > 0) {
+  // comms is read only where NCCL created the communicators: after a refusal (a bad ndev or
+  // devlist) it may be shorter than ndev. No config: NCCL_MAX_CTAS alone caps the blocks.
+  if ((result == ncclSuccess || result == ncclInProgress) && comms != nullptr && ndev > 0) {
     onCommsCreated(result, std::vector<ncclComm_t>(comms, comms + ndev), isBlocking(nullptr, true), 0);
   } else {
     logFileCheckpoint();

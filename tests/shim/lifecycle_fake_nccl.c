@@ -189,6 +189,16 @@ FAKE_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nRanks, ncc
   return created(*comm);
 }
 
+/* Like NCCL's (src/init.cc): ndev and devlist are checked before any of comms is written. */
+FAKE_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* devlist) {
+  if (comms == NULL || ndev < 0) return ncclInvalidArgument;
+  for (int i = 0; devlist != NULL && i < ndev; ++i) {
+    if (devlist[i] < 0) return ncclInvalidArgument;
+  }
+  for (int i = 0; i < ndev; ++i) comms[i] = newComm(blockingFor(NULL, 1), i, ndev);
+  return ndev > 0 ? created(comms[0]) : ncclSuccess;
+}
+
 struct LateChild {
   ncclComm_t* slot;
   ncclComm_t child;

@@ -25,7 +25,7 @@ add_dependencies(shim_lifecycle_concurrency nccl-lamport)
 set(_preload "LD_PRELOAD=${PROJECT_BINARY_DIR}/lib/libnccl-lamport.so;NCCL_DEBUG=WARN;NCCL_LAMPORT_TIMEOUT_MS=5000")
 foreach(_case ready-then-destroy destroy-in-progress allreduce-in-progress abort-while-call-waits abort-one-of-batch
               split-child-modes abort-then-handle-reused abort-then-handle-reused-keeps-setup
-              destroy-races-ready-then-handle-reused abort-uncollected-child)
+              destroy-races-ready-then-handle-reused abort-uncollected-child initall-reads-comms-only-when-created)
   add_test(NAME shim_lifecycle.${_case} COMMAND shim_lifecycle_scenarios ${_case})
   set_tests_properties(shim_lifecycle.${_case} PROPERTIES LABELS cpu TIMEOUT 60 ENVIRONMENT "${_preload}")
 endforeach()
