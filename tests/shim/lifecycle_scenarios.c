@@ -240,6 +240,24 @@ static void abortUncollectedChild(void) {
   CHECK(ncclCommDestroy(parent) == ncclSuccess, "destroy of the parent failed");
 }
 
+/* The same child finalized before anything of ours collected it: its set-up must run first, as
+ * for any communicator with a set-up pending (before, it started inside the finalize, through
+ * NCCL's own readiness check, and NCCL's finalize failed on a communicator "in progress"). */
+static ncclComm_t gFinalizedChild; /* written by the fake's thread */
+static void finalizeUncollectedChild(void) {
+  ncclComm_t parent = initNonBlocking();
+  CHECK(pollReady(parent) == ncclSuccess, "parent never ready");
+  CHECK(ncclCommSplit(parent, 0, 0, &gFinalizedChild, NULL) == ncclInProgress, "split: not in progress");
+  ncclComm_t child = waitForChild(&gFinalizedChild);
+  CHECK(child != NULL, "the fake never wrote the child");
+  if (child == NULL) return;
+  const ncclResult_t finalized = ncclCommFinalize(child);
+  CHECK(finalized == ncclSuccess, "finalize of the uncollected child returned %d, NCCL alone gives 0", finalized);
+  CHECK(infoOf(child).known == lamportActive(), "the finalized child has no entry");
+  CHECK(ncclCommDestroy(child) == ncclSuccess, "destroy of the child failed");
+  CHECK(ncclCommDestroy(parent) == ncclSuccess, "destroy of the parent failed");
+}
+
 /* The set-up throws (FAKE_THROW_IN=ncclCommUserRank: the first NCCL call of every set-up): the
  * exception must stay inside libnccl-lamport.so (else std::terminate ends this process), init
  * returns NCCL's answer and the communicator works on NCCL. */
@@ -509,6 +527,7 @@ int main(int argc, char** argv) {
       {"abort-then-handle-reused-keeps-setup", abortThenHandleReusedKeepsSetup},
       {"destroy-races-ready-then-handle-reused", destroyRacesReadyThenHandleReused},
       {"abort-uncollected-child", abortUncollectedChild},
+      {"finalize-uncollected-child", finalizeUncollectedChild},
       {"throw-in-blocking-setup", throwInBlockingSetup},
       {"throw-in-deferred-setup", throwInDeferredSetup},
       {"call-races-exchange-start", callRacesExchangeStart},
