@@ -142,6 +142,21 @@ static void inProgressMeansNonBlocking(void) {
   CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy failed");
 }
 
+/* The mirror image: NCCL made the communicator blocking (its own reading of NCCL_COMM_BLOCKING,
+ * or its environment plugin's) while the environment we read says non-blocking. NCCL answered
+ * ncclSuccess: the set-up must run inside the init, not later on the set-up thread, where it
+ * raced the program's first calls (found by the lifecycle break-test). */
+static void successMeansBlocking(void) {
+  ncclResult_t result;
+  ncclComm_t comm = initWithBlocking(1, &result);
+  CHECK(result == ncclSuccess, "init returned %d; the stand-in must answer success", result);
+  ncclResult_t state = ncclInternalError;
+  CHECK(ncclCommGetAsyncError(comm, &state) == ncclSuccess, "ncclCommGetAsyncError failed");
+  CHECK(state == ncclSuccess, "ready at once for NCCL, but reported %d (a set-up deferred)", state);
+  CHECK(atomic_load(&fakeCounters.helperGroupEnds) == 0, "the set-up exchange ran on the set-up thread");
+  CHECK(ncclCommDestroy(comm) == ncclSuccess, "destroy failed");
+}
+
 static void environmentMakesBlocking(void) { environmentOverridesConfig(0); }
 static void environmentMakesNonBlocking(void) { environmentOverridesConfig(1); }
 
@@ -521,6 +536,7 @@ int main(int argc, char** argv) {
       {"abort-one-of-batch", abortOneOfABatch},
       {"env-makes-blocking", environmentMakesBlocking},
       {"in-progress-means-nonblocking", inProgressMeansNonBlocking},
+      {"success-means-blocking", successMeansBlocking},
       {"env-makes-nonblocking", environmentMakesNonBlocking},
       {"split-child-modes", splitChildModes},
       {"abort-then-handle-reused", abortThenHandleReused},
