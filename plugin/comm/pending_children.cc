@@ -1,6 +1,7 @@
 #include "plugin/comm/pending_children.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <iterator>
 #include <mutex>
@@ -15,94 +16,103 @@ namespace nccl_lamport {
 
 namespace {
 
+/** Where NCCL will write one child's handle, and when it began to be watched. */
+struct WatchedChild {
+  ncclComm_t* slot;
+  uint64_t epoch;  // pendingChildrenEpoch() right after it was added
+};
+
 std::mutex gChildrenMutex;
-std::unordered_map<ncclComm_t, std::vector<ncclComm_t*>>& pendingChildren() {
-  static auto* map = new std::unordered_map<ncclComm_t, std::vector<ncclComm_t*>>();
+// One more for every watched child; written under gChildrenMutex, read without it (every poll of a
+// communicator reads it: a watchdog's too).
+std::atomic<uint64_t> gEpoch{0};
+
+std::unordered_map<ncclComm_t, std::vector<WatchedChild>>& pendingChildren() {
+  static auto* map = new std::unordered_map<ncclComm_t, std::vector<WatchedChild>>();
   return *map;
 }
 
-std::vector<ncclComm_t*> takePendingChildren(ncclComm_t parent) {
+ncclComm_t writtenChild(const WatchedChild& watched) { return __atomic_load_n(watched.slot, __ATOMIC_ACQUIRE); }
+
+/** Under gChildrenMutex, so that a caller that did not find `child` among the watched ones
+ *  finds it registered (its first poll must not get NCCL's "ready" before our set-up). */
+void startSetUpLocked(ncclComm_t child) {
+  if (CommRegistry::instance().find(child) == nullptr) startDeferredSetup({child});
+}
+
+std::vector<WatchedChild> takePendingChildren(ncclComm_t parent) {
   std::lock_guard<std::mutex> lock(gChildrenMutex);
   auto it = pendingChildren().find(parent);
   if (it == pendingChildren().end()) return {};
-  std::vector<ncclComm_t*> slots = std::move(it->second);
+  std::vector<WatchedChild> watched = std::move(it->second);
   pendingChildren().erase(it);
-  return slots;
+  return watched;
 }
 
 }  // namespace
 
+uint64_t pendingChildrenEpoch() { return gEpoch.load(std::memory_order_acquire); }
+
 void watchPendingChild(ncclComm_t parent, ncclComm_t* newcomm) {
   std::lock_guard<std::mutex> lock(gChildrenMutex);
-  pendingChildren()[parent].push_back(newcomm);
+  pendingChildren()[parent].push_back(WatchedChild{newcomm, gEpoch.fetch_add(1, std::memory_order_acq_rel) + 1});
 }
 
-void collectPendingChildren(ncclComm_t parent, bool parentDone) {
+void collectPendingChildren(ncclComm_t parent, bool parentDone, uint64_t epochBeforePoll) {
+  std::lock_guard<std::mutex> lock(gChildrenMutex);
+  auto it = pendingChildren().find(parent);
+  if (it == pendingChildren().end()) return;
+  std::vector<WatchedChild>& watched = it->second;
   std::vector<ncclComm_t> children;
-  {
-    std::lock_guard<std::mutex> lock(gChildrenMutex);
-    auto it = pendingChildren().find(parent);
-    if (it == pendingChildren().end()) return;
-    std::vector<ncclComm_t*>& slots = it->second;
-    for (size_t i = 0; i < slots.size();) {
-      // NCCL writes the child when its job ends; a slot still null once the parent is done
-      // stays null (the split failed, or this rank passed NCCL_SPLIT_NOCOLOR).
-      ncclComm_t child = __atomic_load_n(slots[i], __ATOMIC_ACQUIRE);
-      if (child != nullptr) {
-        moveCtaCap(slots[i], child);  // the CTA cap noted at the split (plugin/comm/cta_cap.h)
-        children.push_back(child);
-        slots.erase(slots.begin() + static_cast<std::ptrdiff_t>(i));
-      } else {
-        ++i;
-      }
+  for (size_t i = 0; i < watched.size();) {
+    // NCCL writes the child when its job ends; a slot still null once the parent is done stays
+    // null (the split failed, or this rank passed NCCL_SPLIT_NOCOLOR), unless its split came
+    // after the poll that found the parent done (another thread's, a watchdog's).
+    ncclComm_t child = writtenChild(watched[i]);
+    if (child != nullptr) {
+      moveCtaCap(watched[i].slot, child);  // the CTA cap noted at the split (plugin/comm/cta_cap.h)
+      children.push_back(child);
+    } else if (!(parentDone && watched[i].epoch <= epochBeforePoll)) {
+      ++i;
+      continue;
+    } else {
+      takeCtaCap(watched[i].slot);  // no child on this rank
     }
-    if (parentDone) {
-      for (ncclComm_t* slot : slots) takeCtaCap(slot);  // no child on this rank
-    }
-    if (parentDone || slots.empty()) pendingChildren().erase(it);
+    watched.erase(watched.begin() + static_cast<std::ptrdiff_t>(i));
   }
-  for (ncclComm_t child : children) {
-    if (CommRegistry::instance().find(child) == nullptr) startDeferredSetup({child});
-  }
+  if (watched.empty()) pendingChildren().erase(it);
+  for (ncclComm_t child : children) startSetUpLocked(child);
 }
 
 bool adoptPendingChild(ncclComm_t comm) {
-  bool found = false;
-  {
-    std::lock_guard<std::mutex> lock(gChildrenMutex);
-    // No iterator is advanced past an erase: the loop ends at the first match.
-    for (auto it = pendingChildren().begin(); it != pendingChildren().end() && !found; ++it) {
-      std::vector<ncclComm_t*>& slots = it->second;
-      for (size_t i = 0; i < slots.size(); ++i) {
-        if (__atomic_load_n(slots[i], __ATOMIC_ACQUIRE) == comm) {
-          moveCtaCap(slots[i], comm);
-          slots.erase(slots.begin() + static_cast<std::ptrdiff_t>(i));
-          found = true;
-          break;
-        }
-      }
-      if (found) {
-        if (slots.empty()) pendingChildren().erase(it);
-        break;
-      }
+  std::lock_guard<std::mutex> lock(gChildrenMutex);
+  // No iterator is advanced past an erase: the loop ends at the first match.
+  for (auto it = pendingChildren().begin(); it != pendingChildren().end(); ++it) {
+    std::vector<WatchedChild>& watched = it->second;
+    for (size_t i = 0; i < watched.size(); ++i) {
+      if (writtenChild(watched[i]) != comm) continue;
+      moveCtaCap(watched[i].slot, comm);
+      watched.erase(watched.begin() + static_cast<std::ptrdiff_t>(i));
+      if (watched.empty()) pendingChildren().erase(it);
+      startSetUpLocked(comm);
+      return true;
     }
   }
-  if (found && CommRegistry::instance().find(comm) == nullptr) startDeferredSetup({comm});
-  return found;
+  return false;
 }
 
 void forgetPendingChildren(ncclComm_t comm) {
-  for (ncclComm_t* slot : takePendingChildren(comm)) takeCtaCap(slot);
+  for (const WatchedChild& watched : takePendingChildren(comm)) takeCtaCap(watched.slot);
   // comm may itself be a child NCCL has written but nothing has collected yet: once it is
   // destroyed or aborted its slot holds a freed handle, which a later poll of the parent must
   // not set up (nor take for a new communicator at that address).
   std::lock_guard<std::mutex> lock(gChildrenMutex);
   for (auto it = pendingChildren().begin(); it != pendingChildren().end();) {
-    std::vector<ncclComm_t*>& slots = it->second;
-    slots.erase(std::remove_if(slots.begin(), slots.end(),
-                               [comm](ncclComm_t* slot) { return __atomic_load_n(slot, __ATOMIC_ACQUIRE) == comm; }),
-                slots.end());
-    it = slots.empty() ? pendingChildren().erase(it) : std::next(it);
+    std::vector<WatchedChild>& watched = it->second;
+    watched.erase(std::remove_if(watched.begin(), watched.end(),
+                                 [comm](const WatchedChild& w) { return writtenChild(w) == comm; }),
+                  watched.end());
+    it = watched.empty() ? pendingChildren().erase(it) : std::next(it);
   }
 }
 

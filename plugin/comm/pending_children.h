@@ -5,6 +5,8 @@
 
 #include <nccl.h>
 
+#include <cstdint>
+
 namespace nccl_lamport {
 
 /**
@@ -15,13 +17,21 @@ namespace nccl_lamport {
  */
 void watchPendingChild(ncclComm_t parent, ncclComm_t* newcomm);
 
+/** A counter that grows with every watchPendingChild: read it before asking NCCL about a parent
+ *  and pass it to collectPendingChildren. */
+uint64_t pendingChildrenEpoch();
+
 /** After ncclCommGetAsyncError(parent): starts the deferred set-up of every watched child NCCL
- *  has written by now; once parentDone (NCCL no longer reports the parent in progress), forgets
- *  the rest (the split failed, or NCCL_SPLIT_NOCOLOR). */
-void collectPendingChildren(ncclComm_t parent, bool parentDone);
+ *  has written by now; once parentDone (NCCL no longer reported the parent in progress), forgets
+ *  the rest that were watched before the poll (epochBeforePoll: pendingChildrenEpoch() read
+ *  before asking NCCL): the split failed, or NCCL_SPLIT_NOCOLOR. A split watched since, by
+ *  another thread while this one was between its poll and this call, is kept. */
+void collectPendingChildren(ncclComm_t parent, bool parentDone, uint64_t epochBeforePoll);
 
 /** comm is unknown to the registry: if it is a watched child that NCCL has written (the program
- *  read it before polling the parent again), starts its deferred set-up and returns true. */
+ *  read it before polling the parent again), starts its deferred set-up and returns true. A
+ *  child another thread is collecting meanwhile is registered by the time this returns (false):
+ *  look comm up again after the call either way. */
 bool adoptPendingChild(ncclComm_t comm);
 
 /** Drops comm's watched children, and comm itself where it is a watched child nothing has

@@ -247,8 +247,9 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvb
   std::shared_ptr<LamportComm> lc =
       interposerEnabled() && comm != nullptr ? CommRegistry::instance().find(comm) : nullptr;
   // A non-blocking split's child used before anything told us about it (plugin/comm/pending_children.h).
-  if (lc == nullptr && comm != nullptr && interposerEnabled() && adoptPendingChild(comm)) {
-    lc = CommRegistry::instance().find(comm);
+  if (lc == nullptr && comm != nullptr && interposerEnabled()) {
+    adoptPendingChild(comm);
+    lc = CommRegistry::instance().find(comm);  // also one another thread's poll just collected
   }
   // Tuner activation: a communicator seen for the first time is bound here.
   if (lc == nullptr && comm != nullptr && interposerEnabled() && tunerHooksInstalled()) {

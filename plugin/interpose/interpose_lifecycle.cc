@@ -425,7 +425,10 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResu
   REAL_OR_FAIL(ncclCommGetAsyncError);
   if (!interposerEnabled()) return real(comm, asyncError);
   std::shared_ptr<LamportComm> lc = CommRegistry::instance().find(comm);
-  if (lc == nullptr && comm != nullptr && adoptPendingChild(comm)) lc = CommRegistry::instance().find(comm);
+  if (lc == nullptr && comm != nullptr) {
+    adoptPendingChild(comm);
+    lc = CommRegistry::instance().find(comm);  // also one another thread's poll just collected
+  }
   // Ready only once our set-up is done too. Meanwhile the set-up thread alone asks NCCL for the
   // program (its ncclCommGetAsyncError also completes NCCL's pending group job, which must happen
   // once); NCCL's own internal calls still get NCCL's answer.
@@ -435,8 +438,11 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResu
     *asyncError = ncclInProgress;
     return ncclSuccess;
   }
+  const uint64_t epochBeforePoll = pendingChildrenEpoch();
   ncclResult_t result = real(comm, asyncError);
-  if (result == ncclSuccess && asyncError != nullptr) collectPendingChildren(comm, *asyncError != ncclInProgress);
+  if (result == ncclSuccess && asyncError != nullptr) {
+    collectPendingChildren(comm, *asyncError != ncclInProgress, epochBeforePoll);
+  }
   if (result != ncclSuccess || asyncError == nullptr) return result;
   // Who asks matters only for a failed set-up's communicator that NCCL still has in progress
   // (dladdr is not free, and watchdogs poll this often).

@@ -174,11 +174,45 @@ static void threadsChurn(void) {
   CHECK(left == 0, "%d entr%s left after every communicator was torn down", left, left == 1 ? "y" : "ies");
 }
 
+/* A watchdog thread's poll of the parent computes "ready", is preempted, and meanwhile the main
+ * thread splits the parent (non-blocking; NCCL writes the child later and keeps the parent in
+ * progress until then: FAKE_SPLIT_WRITES_CHILD_MS, FAKE_SPLIT_PARENT_BUSY). The watchdog's
+ * stale "ready" must not drop the new split's slot: before, the child was never set up on this
+ * rank (found by the lifecycle break-test), while its peers would wait for it in their exchange. */
+static ncclComm_t gWatchedParent;
+static void* slowWatchdog(void* arg) {
+  (void)arg;
+  fakeSlowPollsOnThisThread(50);
+  ncclResult_t state = ncclInProgress;
+  ncclCommGetAsyncError(gWatchedParent, &state);
+  return NULL;
+}
+
+static void watchdogPollKeepsALaterSplit(void) {
+  gWatchedParent = initNonBlocking();
+  CHECK(pollReady(gWatchedParent) == ncclSuccess, "parent never ready");
+  usleep(50 * 1000); /* the parent's own set-up is done */
+  pthread_t watchdog;
+  CHECK(pthread_create(&watchdog, NULL, slowWatchdog, NULL) == 0, "thread");
+  usleep(10 * 1000); /* the watchdog is inside NCCL with its answer "ready" */
+  static ncclComm_t child;
+  CHECK(ncclCommSplit(gWatchedParent, 0, 0, &child, NULL) == ncclInProgress, "split: not in progress");
+  pthread_join(watchdog, NULL);
+  ncclComm_t written = waitForChild(&child);
+  CHECK(written != NULL, "the fake never wrote the child");
+  if (written == NULL) return;
+  CHECK(pollReady(written) == ncclSuccess, "child never ready");
+  CHECK(infoOf(written).known == lamportActive(), "the child was never set up on this rank");
+  CHECK(ncclCommDestroy(written) == ncclSuccess, "destroy of the child failed");
+  CHECK(ncclCommDestroy(gWatchedParent) == ncclSuccess, "destroy of the parent failed");
+}
+
 int main(int argc, char** argv) {
   static const struct LifecycleScenario scenarios[] = {
       {"split-in-group-blocking", splitInGroupBlocking},
       {"split-in-group-nonblocking", splitInGroupNonBlocking},
       {"threads-churn", threadsChurn},
+      {"watchdog-poll-keeps-a-later-split", watchdogPollKeepsALaterSplit},
   };
   return runLifecycleScenario(argc, argv, scenarios, sizeof(scenarios) / sizeof(scenarios[0]));
 }

@@ -25,6 +25,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -202,6 +203,7 @@ FAKE_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* 
 struct LateChild {
   ncclComm_t* slot;
   ncclComm_t child;
+  ncclComm_t busyParent; /* in progress until the child is written (FAKE_SPLIT_PARENT_BUSY), or NULL */
   int delayMs;
 };
 
@@ -209,6 +211,7 @@ static void* writeChildLate(void* arg) {
   struct LateChild* late = arg;
   usleep(1000 * late->delayMs);
   __atomic_store_n(late->slot, late->child, __ATOMIC_RELEASE);
+  if (late->busyParent != NULL) atomic_store(&late->busyParent->busyUntilNs, 0);
   free(late);
   return NULL;
 }
@@ -242,23 +245,34 @@ FAKE_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclC
     return ncclSuccess;
   }
   /* FAKE_SPLIT_WRITES_CHILD_MS=N: a non-blocking split returns with *newcomm still null and
-   * writes the child N ms later, as NCCL 2.28 does when its split job ends. */
+   * writes the child N ms later, as NCCL 2.28 does when its split job ends; with
+   * FAKE_SPLIT_PARENT_BUSY=1 the parent stays in progress until then, as in NCCL. */
   const char* lateMs = getenv("FAKE_SPLIT_WRITES_CHILD_MS");
   if (lateMs != NULL && !child->blocking) {
+    const char* parentBusy = getenv("FAKE_SPLIT_PARENT_BUSY");
     struct LateChild* late = malloc(sizeof(*late));
     late->slot = newcomm;
     late->child = child;
+    late->busyParent = NULL;
+    if (parentBusy != NULL && strcmp(parentBusy, "1") == 0) {
+      late->busyParent = comm;
+      atomic_store(&comm->busyUntilNs, LLONG_MAX); /* until writeChildLate has written the child */
+    }
     late->delayMs = atoi(lateMs);
     pthread_t writer;
     if (pthread_create(&writer, NULL, writeChildLate, late) == 0) {
       pthread_detach(writer);
       return ncclInProgress;
     }
+    if (late->busyParent != NULL) atomic_store(&comm->busyUntilNs, 0);
     free(late);
   }
   *newcomm = child;
   return created(child);
 }
+
+static __thread int tSlowPollMs;
+void fakeSlowPollsOnThisThread(int ms) { tSlowPollMs = ms; }
 
 FAKE_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError) {
   noteCall("ncclCommGetAsyncError", comm);
@@ -273,6 +287,7 @@ FAKE_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asy
   }
   usleep(50);
   atomic_fetch_sub(&comm->inside, 1);
+  if (tSlowPollMs > 0) usleep(1000 * tSlowPollMs); /* the answer is computed; the caller gets it late */
   return ncclSuccess;
 }
 

@@ -35,4 +35,8 @@ void fakeCommMakeReady(ncclComm_t comm);
  * ncclInProgress, and so every call that checks readiness gets ncclInvalidArgument. */
 void fakeCommBusyFor(ncclComm_t comm, int ms);
 
+/* The calling thread's ncclCommGetAsyncError answers ms later than it computed its answer (a
+ * watchdog thread preempted between NCCL's answer and our wrapper's use of it). */
+void fakeSlowPollsOnThisThread(int ms);
+
 #endif /* NCCL_LAMPORT_LIFECYCLE_FAKE_NCCL_H_ */

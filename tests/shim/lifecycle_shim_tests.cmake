@@ -86,6 +86,13 @@ foreach(_case split-in-group-blocking split-in-group-nonblocking)
   set_tests_properties(shim_lifecycle.${_case} PROPERTIES LABELS cpu TIMEOUT 60 ENVIRONMENT "${_preload}")
 endforeach()
 
+# A watchdog's poll of the parent, preempted between NCCL's "ready" and our use of it, around a new
+# split of that parent (found by the lifecycle break-test: the child was dropped).
+add_test(NAME shim_lifecycle.watchdog-poll-keeps-a-later-split
+         COMMAND shim_lifecycle_concurrency watchdog-poll-keeps-a-later-split)
+set_tests_properties(shim_lifecycle.watchdog-poll-keeps-a-later-split PROPERTIES LABELS cpu TIMEOUT 60
+  ENVIRONMENT "${_preload};FAKE_SPLIT_WRITES_CHILD_MS=100;FAKE_SPLIT_PARENT_BUSY=1")
+
 # Several threads creating, splitting and tearing down communicators of their own at once, with and
 # without the stand-in handing freed handles to the next communicator.
 add_test(NAME shim_lifecycle.threads-churn COMMAND shim_lifecycle_concurrency threads-churn)
