@@ -77,15 +77,10 @@ void onCommsCreated(ncclResult_t result, const std::vector<ncclComm_t>& comms, b
   }
   // NCCL's answer wins over our reading of the mode: NCCL keeps its first reading of
   // NCCL_COMM_BLOCKING and may take it from its environment plugin. A set-up run inside init on a
-  // communicator still in progress would have its exchange refused or wait on peers; one deferred
-  // for a communicator NCCL made blocking would race the program's first calls. Outside a group
-  // NCCL answers a non-blocking creation ncclInProgress and a blocking one ncclSuccess; inside
-  // one every creation is answered ncclSuccess, so only ncclInProgress tells there.
-  if (result == ncclInProgress) {
-    blocking = false;
-  } else if (tGroupDepth == 0) {
-    blocking = true;
-  }
+  // communicator still in progress would have its exchange refused or wait on peers. Only
+  // ncclInProgress tells: NCCL 2.28 answers ncclSuccess for a non-blocking split or shrink (its
+  // group end's ncclInProgress is swallowed) and for a non-blocking init whose job already ended.
+  if (result == ncclInProgress) blocking = false;
   // From the first communicator on, NCCL has initialised CUDA: our log lines may ask for the
   // device (before, they never touch CUDA and print [-1]).
   setLogDeviceQuery(currentCudaDevice);
@@ -148,12 +143,7 @@ void onChildCreated(ncclResult_t result, ncclComm_t parent, ncclComm_t* newcomm,
     if (child != nullptr && (result == ncclSuccess || result == ncclInProgress)) noteCtaCap(child, ctaCap);
     return;
   }
-  // NCCL's answer wins, as in onCommsCreated.
-  if (result == ncclInProgress) {
-    blocking = false;
-  } else if (result == ncclSuccess && tGroupDepth == 0) {
-    blocking = true;
-  }
+  if (result == ncclInProgress) blocking = false;  // NCCL's answer wins, as in onCommsCreated
   if (!blocking && (result == ncclSuccess || result == ncclInProgress) && child == nullptr) {
     noteCtaCap(newcomm, ctaCap);
     watchPendingChild(parent, newcomm);

@@ -262,7 +262,7 @@ FAKE_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclC
     pthread_t writer;
     if (pthread_create(&writer, NULL, writeChildLate, late) == 0) {
       pthread_detach(writer);
-      return ncclInProgress;
+      return ncclSuccess; /* as NCCL 2.28: ncclCommSplit swallows its group end's ncclInProgress */
     }
     if (late->busyParent != NULL) atomic_store(&comm->busyUntilNs, 0);
     free(late);

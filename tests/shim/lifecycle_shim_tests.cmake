@@ -61,9 +61,6 @@ set_tests_properties(shim_lifecycle.env-makes-blocking PROPERTIES LABELS cpu TIM
   ENVIRONMENT "${_preload};NCCL_COMM_BLOCKING=1")
 set_tests_properties(shim_lifecycle.env-makes-nonblocking PROPERTIES LABELS cpu TIMEOUT 60
   ENVIRONMENT "${_preload};NCCL_COMM_BLOCKING=0")
-add_test(NAME shim_lifecycle.success-means-blocking COMMAND shim_lifecycle_scenarios success-means-blocking)
-set_tests_properties(shim_lifecycle.success-means-blocking PROPERTIES LABELS cpu TIMEOUT 60
-  ENVIRONMENT "${_preload};NCCL_COMM_BLOCKING=0;FAKE_IGNORE_COMM_BLOCKING=1")
 add_test(NAME shim_lifecycle.in-progress-means-nonblocking COMMAND shim_lifecycle_scenarios in-progress-means-nonblocking)
 set_tests_properties(shim_lifecycle.in-progress-means-nonblocking PROPERTIES LABELS cpu TIMEOUT 60
   ENVIRONMENT "${_preload};NCCL_COMM_BLOCKING=1;FAKE_IGNORE_COMM_BLOCKING=1;FAKE_READY_MS=300")
