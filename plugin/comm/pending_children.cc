@@ -19,8 +19,11 @@ namespace {
 /** Where NCCL will write one child's handle, and when it began to be watched. */
 struct WatchedChild {
   ncclComm_t* slot;
-  uint64_t epoch;  // pendingChildrenEpoch() right after it was added
+  uint64_t epoch;  // pendingChildrenEpoch() right after it was added (or stamped); kInOpenGroup
 };
+
+/** The epoch of a child watched in a group that has not ended: above every poll's. */
+constexpr uint64_t kInOpenGroup = UINT64_MAX;
 
 std::mutex gChildrenMutex;
 // One more for every watched child; written under gChildrenMutex, read without it (every poll of a
@@ -53,9 +56,21 @@ std::vector<WatchedChild> takePendingChildren(ncclComm_t parent) {
 
 uint64_t pendingChildrenEpoch() { return gEpoch.load(std::memory_order_acquire); }
 
-void watchPendingChild(ncclComm_t parent, ncclComm_t* newcomm) {
+void watchPendingChild(ncclComm_t parent, ncclComm_t* newcomm, bool inOpenGroup) {
   std::lock_guard<std::mutex> lock(gChildrenMutex);
-  pendingChildren()[parent].push_back(WatchedChild{newcomm, gEpoch.fetch_add(1, std::memory_order_acq_rel) + 1});
+  const uint64_t epoch = gEpoch.fetch_add(1, std::memory_order_acq_rel) + 1;
+  pendingChildren()[parent].push_back(WatchedChild{newcomm, inOpenGroup ? kInOpenGroup : epoch});
+}
+
+void stampGroupedChildren(const std::vector<ncclComm_t*>& slots) {
+  if (slots.empty()) return;
+  std::lock_guard<std::mutex> lock(gChildrenMutex);
+  const uint64_t epoch = gEpoch.fetch_add(1, std::memory_order_acq_rel) + 1;
+  for (auto& [parent, watched] : pendingChildren()) {
+    for (WatchedChild& w : watched) {
+      if (w.epoch == kInOpenGroup && std::find(slots.begin(), slots.end(), w.slot) != slots.end()) w.epoch = epoch;
+    }
+  }
 }
 
 void collectPendingChildren(ncclComm_t parent, bool parentDone, uint64_t epochBeforePoll) {

@@ -6,6 +6,7 @@
 #include <nccl.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace nccl_lamport {
 
@@ -14,8 +15,14 @@ namespace nccl_lamport {
  * still null: NCCL writes the child's handle when its job on the parent ends. Remembers where.
  * The caller must keep *newcomm alive until NCCL reports the parent ready, which NCCL requires
  * anyway (the handle is only readable then).
+ * inOpenGroup: the split was made inside ncclGroupStart/End, where NCCL leaves the parent ready
+ * until the group ends: no poll may take the parent for done before stampGroupedChildren.
  */
-void watchPendingChild(ncclComm_t parent, ncclComm_t* newcomm);
+void watchPendingChild(ncclComm_t parent, ncclComm_t* newcomm, bool inOpenGroup);
+
+/** At the outermost ncclGroupEnd of the thread that watched them in its open group: from now on
+ *  a poll that finds their parent done may drop those of `slots` still null. */
+void stampGroupedChildren(const std::vector<ncclComm_t*>& slots);
 
 /** A counter that grows with every watchPendingChild: read it before asking NCCL about a parent
  *  and pass it to collectPendingChildren. */

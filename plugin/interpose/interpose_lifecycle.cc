@@ -43,6 +43,9 @@ thread_local std::vector<ncclComm_t> tNonBlockingCreatedInGroup;
  *  ncclCommInitChildComm sets *newcomm to NULL at the call). The caller keeps the slot alive until
  *  then, as NCCL requires. */
 thread_local std::vector<ncclComm_t*> tChildSlotsInGroup;
+/** Slots of non-blocking splits watched in this thread's open group (plugin/comm/pending_children.h,
+ *  stampGroupedChildren at its outermost ncclGroupEnd). */
+thread_local std::vector<ncclComm_t*> tWatchedSlotsInGroup;
 
 /**
  * Whether NCCL makes a new communicator blocking, by NCCL's own rule (2.28, src/init.cc
@@ -146,7 +149,8 @@ void onChildCreated(ncclResult_t result, ncclComm_t parent, ncclComm_t* newcomm,
   if (result == ncclInProgress) blocking = false;  // NCCL's answer wins, as in onCommsCreated
   if (!blocking && (result == ncclSuccess || result == ncclInProgress) && child == nullptr) {
     noteCtaCap(newcomm, ctaCap);
-    watchPendingChild(parent, newcomm);
+    watchPendingChild(parent, newcomm, /*inOpenGroup=*/tGroupDepth > 0);
+    if (tGroupDepth > 0) tWatchedSlotsInGroup.push_back(newcomm);
     return;
   }
   if (blocking && result == ncclSuccess && child == nullptr && tGroupDepth > 0) {
@@ -458,6 +462,9 @@ static void endGroup(ncclResult_t result, bool runSetup) noexcept try {
   if (tGroupDepth > 0) return;
   std::vector<ncclComm_t> nonBlocking;
   nonBlocking.swap(tNonBlockingCreatedInGroup);
+  std::vector<ncclComm_t*> watchedSlots;
+  watchedSlots.swap(tWatchedSlotsInGroup);
+  stampGroupedChildren(watchedSlots);  // NCCL has launched the group's splits: polls may judge now
   std::vector<ncclComm_t*> childSlots;
   childSlots.swap(tChildSlotsInGroup);
   for (ncclComm_t* slot : childSlots) {

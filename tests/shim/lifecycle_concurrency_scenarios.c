@@ -208,12 +208,44 @@ static void watchdogPollKeepsALaterSplit(void) {
   CHECK(ncclCommDestroy(gWatchedParent) == ncclSuccess, "destroy of the parent failed");
 }
 
+/* The same with the split inside a group: NCCL leaves the parent ready until the group ends, so a
+ * watchdog's poll in between found it done and dropped the slot (found by a review of the fix
+ * above); the child NCCL writes at the group's end was never set up on this rank. */
+static void* pollOnce(void* arg) {
+  (void)arg;
+  ncclResult_t state = ncclInProgress;
+  ncclCommGetAsyncError(gWatchedParent, &state);
+  return NULL;
+}
+
+static void watchdogPollInAGroupKeepsItsSplit(void) {
+  gWatchedParent = initNonBlocking();
+  CHECK(pollReady(gWatchedParent) == ncclSuccess, "parent never ready");
+  usleep(50 * 1000); /* the parent's own set-up is done */
+  static ncclComm_t child;
+  CHECK(ncclGroupStart() == ncclSuccess, "group start");
+  CHECK(ncclCommSplit(gWatchedParent, 0, 0, &child, NULL) == ncclSuccess, "split in the group failed");
+  pthread_t watchdog;
+  CHECK(pthread_create(&watchdog, NULL, pollOnce, NULL) == 0, "thread");
+  pthread_join(watchdog, NULL);
+  const ncclResult_t ended = ncclGroupEnd();
+  CHECK(ended == ncclSuccess || ended == ncclInProgress, "group end returned %d", ended);
+  ncclComm_t written = waitForChild(&child);
+  CHECK(written != NULL, "the child was never written");
+  if (written == NULL) return;
+  CHECK(pollReady(written) == ncclSuccess, "child never ready");
+  CHECK(infoOf(written).known == lamportActive(), "the child split in the group was never set up on this rank");
+  CHECK(ncclCommDestroy(written) == ncclSuccess, "destroy of the child failed");
+  CHECK(ncclCommDestroy(gWatchedParent) == ncclSuccess, "destroy of the parent failed");
+}
+
 int main(int argc, char** argv) {
   static const struct LifecycleScenario scenarios[] = {
       {"split-in-group-blocking", splitInGroupBlocking},
       {"split-in-group-nonblocking", splitInGroupNonBlocking},
       {"threads-churn", threadsChurn},
       {"watchdog-poll-keeps-a-later-split", watchdogPollKeepsALaterSplit},
+      {"watchdog-poll-in-a-group-keeps-its-split", watchdogPollInAGroupKeepsItsSplit},
   };
   return runLifecycleScenario(argc, argv, scenarios, sizeof(scenarios) / sizeof(scenarios[0]));
 }

@@ -89,6 +89,10 @@ add_test(NAME shim_lifecycle.watchdog-poll-keeps-a-later-split
          COMMAND shim_lifecycle_concurrency watchdog-poll-keeps-a-later-split)
 set_tests_properties(shim_lifecycle.watchdog-poll-keeps-a-later-split PROPERTIES LABELS cpu TIMEOUT 60
   ENVIRONMENT "${_preload};FAKE_SPLIT_WRITES_CHILD_MS=100;FAKE_SPLIT_PARENT_BUSY=1")
+add_test(NAME shim_lifecycle.watchdog-poll-in-a-group-keeps-its-split
+         COMMAND shim_lifecycle_concurrency watchdog-poll-in-a-group-keeps-its-split)
+set_tests_properties(shim_lifecycle.watchdog-poll-in-a-group-keeps-its-split PROPERTIES LABELS cpu TIMEOUT 60
+  ENVIRONMENT "${_preload}")
 
 # Several threads creating, splitting and tearing down communicators of their own at once, with and
 # without the stand-in handing freed handles to the next communicator.
