@@ -41,7 +41,7 @@ struct ncclComm {
   int blocking, rank, nRanks;
   long long _Atomic readyAtNs;
   long long _Atomic busyUntilNs; /* an operation the set-up enqueued keeps it in progress */
-  atomic_int dead, inside, jobPending;
+  atomic_int dead, inside, jobPending, finalized;
   struct ncclComm* next; /* gAllComms */
 };
 
@@ -79,6 +79,15 @@ static void noteCall(const char* function, ncclComm_t comm) {
     atomic_fetch_add(&fakeCounters.callsOnDeadComm, 1);
   }
   if (!onMainThread()) {
+    /* What our set-up calls (a describing call, the exchange), not what a program's own worker
+     * thread may still do after a finalize (poll, destroy, abort). */
+    const int teardownOrPoll = strcmp(function, "ncclCommDestroy") == 0 || strcmp(function, "ncclCommAbort") == 0 ||
+                               strcmp(function, "ncclCommFinalize") == 0 ||
+                               strcmp(function, "ncclCommGetAsyncError") == 0;
+    if (comm != NULL && atomic_load(&comm->finalized) && !teardownOrPoll) {
+      fprintf(stderr, "fake NCCL: %s from our set-up thread on finalized communicator %p\n", function, (void*)comm);
+      atomic_fetch_add(&fakeCounters.helperCallsAfterFinalize, 1);
+    }
     atomic_fetch_add(&fakeCounters.helperCalls, 1);
     callHelperHook(function, comm);
   }
@@ -136,6 +145,7 @@ static ncclComm_t newComm(int blocking, int rank, int nRanks) {
      * (as a call on a communicator it does not own), not a race inside the stand-in. */
     atomic_store(&comm->busyUntilNs, 0);
     atomic_store(&comm->dead, 0);
+    atomic_store(&comm->finalized, 0);
     atomic_store(&comm->inside, 0);
   } else if (comm != NULL) {
     struct ncclComm* next = comm->next; /* already in gAllComms */
@@ -365,7 +375,9 @@ FAKE_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
 
 FAKE_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
   noteCall("ncclCommFinalize", comm);
-  return ensureReady(comm);
+  const ncclResult_t ready = ensureReady(comm);
+  if (ready == ncclSuccess) atomic_store(&comm->finalized, 1);
+  return ready;
 }
 
 FAKE_API(ncclResult_t, ncclGroupStart, void) {

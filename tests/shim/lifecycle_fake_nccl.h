@@ -12,6 +12,7 @@ struct FakeCounters {
   atomic_int helperCalls;      /* calls from threads other than the main one (our set-up thread) */
   atomic_int helperGroupEnds;  /* of those, ncclGroupEnd: the set-up's exchange rounds */
   atomic_int allReduceCalls;   /* ncclAllReduce calls that reached NCCL */
+  atomic_int helperCallsAfterFinalize; /* our set-up thread calling NCCL on a finalized communicator */
   /* FAKE_ABORT_REUSES_HANDLE=1: the non-blocking communicator another thread created, inside
    * ncclCommAbort, at the address the abort had just freed. */
   void* _Atomic reusedComm;

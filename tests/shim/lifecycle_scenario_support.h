@@ -64,6 +64,9 @@ static inline void checkNothingWrong(void) {
         atomic_load(&fakeCounters.callsOnDeadComm));
   CHECK(atomic_load(&fakeCounters.concurrentCalls) == 0, "%d time(s) two threads were inside NCCL on one communicator",
         atomic_load(&fakeCounters.concurrentCalls));
+  CHECK(atomic_load(&fakeCounters.helperCallsAfterFinalize) == 0,
+        "%d NCCL call(s) of our set-up thread on a finalized communicator",
+        atomic_load(&fakeCounters.helperCallsAfterFinalize));
 }
 
 /* The child NCCL writes into *slot from its own thread, waited for up to 5 s (NULL: never). */
