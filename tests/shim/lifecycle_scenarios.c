@@ -221,16 +221,24 @@ static void destroyRacesReadyThenHandleReused(void) {
   CHECK(ncclCommDestroy(reused) == ncclSuccess, "destroy of the newcomer failed");
 }
 
-/* A non-blocking split's child that NCCL writes late (FAKE_SPLIT_WRITES_CHILD_MS) and the
- * program aborts before anything of ours collected it: a later poll of the parent must not set
- * up the freed child (checkNothingWrong then sees no call on an aborted communicator). */
+/* A ready non-blocking parent in *parent and the child of its split that NCCL wrote late
+ * (FAKE_SPLIT_WRITES_CHILD_MS) into *slot, which nothing of ours has collected yet; NULL if the
+ * stand-in never wrote it. */
+static ncclComm_t uncollectedChild(ncclComm_t* parent, ncclComm_t* slot) {
+  *parent = initNonBlocking();
+  CHECK(pollReady(*parent) == ncclSuccess, "parent never ready");
+  CHECK(ncclCommSplit(*parent, 0, 0, slot, NULL) == ncclSuccess, "split failed (NCCL answers a non-blocking split ncclSuccess)");
+  ncclComm_t child = waitForChild(slot);
+  CHECK(child != NULL, "the fake never wrote the child");
+  return child;
+}
+
+/* The uncollected child aborted: a later poll of the parent must not set up the freed child
+ * (checkNothingWrong then sees no call on an aborted communicator). */
 static ncclComm_t gLateChild; /* written by the fake's thread */
 static void abortUncollectedChild(void) {
-  ncclComm_t parent = initNonBlocking();
-  CHECK(pollReady(parent) == ncclSuccess, "parent never ready");
-  CHECK(ncclCommSplit(parent, 0, 0, &gLateChild, NULL) == ncclSuccess, "split failed (NCCL answers a non-blocking split ncclSuccess)");
-  ncclComm_t child = waitForChild(&gLateChild);
-  CHECK(child != NULL, "the fake never wrote the child");
+  ncclComm_t parent;
+  ncclComm_t child = uncollectedChild(&parent, &gLateChild);
   if (child == NULL) return;
   CHECK(ncclCommAbort(child) == ncclSuccess, "abort of the child failed");
   ncclResult_t state = ncclInProgress;
@@ -240,17 +248,14 @@ static void abortUncollectedChild(void) {
   CHECK(ncclCommDestroy(parent) == ncclSuccess, "destroy of the parent failed");
 }
 
-/* The same child finalized before anything of ours collected it: its set-up must run first, as
- * for any communicator with a set-up pending (before, it started later, from NCCL's own readiness
- * check inside the finalize, and our set-up thread called NCCL on the finalized communicator:
- * checkNothingWrong counts such calls). */
+/* The uncollected child finalized: its set-up must run first, as for any communicator with a
+ * set-up pending (before, it started later, from NCCL's own readiness check inside the finalize,
+ * and our set-up thread called NCCL on the finalized communicator: checkNothingWrong counts such
+ * calls). */
 static ncclComm_t gFinalizedChild; /* written by the fake's thread */
 static void finalizeUncollectedChild(void) {
-  ncclComm_t parent = initNonBlocking();
-  CHECK(pollReady(parent) == ncclSuccess, "parent never ready");
-  CHECK(ncclCommSplit(parent, 0, 0, &gFinalizedChild, NULL) == ncclSuccess, "split failed (NCCL answers a non-blocking split ncclSuccess)");
-  ncclComm_t child = waitForChild(&gFinalizedChild);
-  CHECK(child != NULL, "the fake never wrote the child");
+  ncclComm_t parent;
+  ncclComm_t child = uncollectedChild(&parent, &gFinalizedChild);
   if (child == NULL) return;
   const ncclResult_t finalized = ncclCommFinalize(child);
   CHECK(finalized == ncclSuccess, "finalize of the uncollected child returned %d, NCCL alone gives 0", finalized);
