@@ -51,4 +51,9 @@ bool readSmallRegularFile(const std::string& path, size_t maxBytes, std::string*
   return ok;
 }
 
+bool pathIsNotARegularFile(const std::string& name) {
+  struct stat st {};
+  return name.find('/') != std::string::npos && stat(name.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
+}
+
 }  // namespace nccl_lamport

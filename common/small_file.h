@@ -17,4 +17,9 @@ namespace nccl_lamport {
  */
 bool readSmallRegularFile(const std::string& path, size_t maxBytes, std::string* text, std::string* error);
 
+/** True when `name` is a path (it holds a '/') to something that exists and is not a regular file
+ *  (a FIFO, a device, a folder; links followed): dlopen of a FIFO waits for a writer for ever. A
+ *  bare library name, searched by the loader, and a missing path are false. */
+bool pathIsNotARegularFile(const std::string& name);
+
 }  // namespace nccl_lamport

@@ -5,7 +5,6 @@
 #include <pwd.h>
 #include <stdlib.h>
 #include <strings.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -23,9 +22,7 @@ namespace {
 /** dlopen, except for a path to something that is not a regular file (a FIFO: dlopen would wait
  *  for a writer for ever, inside NCCL's init). */
 void* openLibrary(const std::string& name, int flags) {
-  struct stat st {};
-  if (name.find('/') != std::string::npos && stat(name.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return nullptr;
-  return dlopen(name.c_str(), flags);
+  return pathIsNotARegularFile(name) ? nullptr : dlopen(name.c_str(), flags);
 }
 
 /** nccl.conf's text; empty when it is missing, unreadable, not a regular file or over 1 MiB (the

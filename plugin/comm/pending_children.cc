@@ -116,6 +116,14 @@ bool adoptPendingChild(ncclComm_t comm) {
   return false;
 }
 
+std::shared_ptr<LamportComm> findOrAdoptChild(ncclComm_t comm) {
+  if (comm == nullptr) return nullptr;
+  std::shared_ptr<LamportComm> lc = CommRegistry::instance().find(comm);
+  if (lc != nullptr) return lc;
+  adoptPendingChild(comm);
+  return CommRegistry::instance().find(comm);  // also one another thread's poll just collected
+}
+
 void forgetPendingChildren(ncclComm_t comm) {
   for (const WatchedChild& watched : takePendingChildren(comm)) takeCtaCap(watched.slot);
   // comm may itself be a child NCCL has written but nothing has collected yet: once it is

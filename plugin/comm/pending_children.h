@@ -6,9 +6,12 @@
 #include <nccl.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace nccl_lamport {
+
+struct LamportComm;
 
 /**
  * A non-blocking ncclCommSplit/ncclCommShrink of parent returned ncclInProgress with *newcomm
@@ -38,8 +41,13 @@ void collectPendingChildren(ncclComm_t parent, bool parentDone, uint64_t epochBe
 /** comm is unknown to the registry: if it is a watched child that NCCL has written (the program
  *  read it before polling the parent again), starts its deferred set-up and returns true. A
  *  child another thread is collecting meanwhile is registered by the time this returns (false):
- *  look comm up again after the call either way. */
+ *  look comm up again after the call either way (findOrAdoptChild does both). */
 bool adoptPendingChild(ncclComm_t comm);
+
+/** comm's registry entry; for a comm unknown to the registry that is a watched child NCCL has
+ *  written (or one another thread is collecting), its set-up is started first. Null for null or
+ *  for a comm that is neither. */
+std::shared_ptr<LamportComm> findOrAdoptChild(ncclComm_t comm);
 
 /** Drops comm's watched children, and comm itself where it is a watched child nothing has
  *  collected yet (ncclCommDestroy / ncclCommAbort of comm, before NCCL frees the handle). */

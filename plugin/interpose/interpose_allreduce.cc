@@ -244,13 +244,9 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvb
                                                cudaStream_t stream) try {
   const auto real = REAL_NCCL(ncclAllReduce);  // cached by REAL_NCCL (no static guard held across the resolution)
   if (real == nullptr) return realNcclMissing("ncclAllReduce");
-  std::shared_ptr<LamportComm> lc =
-      interposerEnabled() && comm != nullptr ? CommRegistry::instance().find(comm) : nullptr;
-  // A non-blocking split's child used before anything told us about it (plugin/comm/pending_children.h).
-  if (lc == nullptr && comm != nullptr && interposerEnabled()) {
-    adoptPendingChild(comm);
-    lc = CommRegistry::instance().find(comm);  // also one another thread's poll just collected
-  }
+  // A non-blocking split's child used before anything told us about it is adopted here
+  // (plugin/comm/pending_children.h).
+  std::shared_ptr<LamportComm> lc = interposerEnabled() ? findOrAdoptChild(comm) : nullptr;
   // Tuner activation: a communicator seen for the first time is bound here.
   if (lc == nullptr && comm != nullptr && interposerEnabled() && tunerHooksInstalled()) {
     bindHookedComm(comm);

@@ -109,13 +109,6 @@ void onCommsCreated(ncclResult_t result, const std::vector<ncclComm_t>& comms, b
   resultOfException("workspace set-up after init");  // the communicators stay on NCCL
 }
 
-/** A non-blocking split's child that NCCL has written but nothing of ours collected yet starts
- *  its set-up now (as at its first allreduce or poll): a finalize, revoke or shrink of it must
- *  find its set-up, or the set-up would start after it (on a revoked or finalized handle). */
-void adoptIfPendingChild(ncclComm_t comm) {
-  if (comm != nullptr && CommRegistry::instance().find(comm) == nullptr) adoptPendingChild(comm);
-}
-
 /** onCommsCreated for the one communicator of an init, split or shrink. */
 void onCommCreated(ncclResult_t result, ncclComm_t comm, bool blocking, int ctaCap) noexcept {
   try {
@@ -289,7 +282,9 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRan
                                                 ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) try {
   REAL_OR_FAIL(ncclCommShrink);
   if (!interposerEnabled()) return real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
-  adoptIfPendingChild(comm);
+  // A split child NCCL wrote but nothing of ours collected yet: its set-up must precede this
+  // shrink, not start after it (on a communicator NCCL then owns).
+  (void)findOrAdoptChild(comm);
   const auto callNccl = [&] { return real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags); };
   bool aborting = false;
 #ifdef NCCL_SHRINK_ABORT
@@ -317,7 +312,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRan
 NCCL_LAMPORT_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) try {
   REAL_OR_FAIL(ncclCommFinalize);
   if (!interposerEnabled()) return real(comm);
-  adoptIfPendingChild(comm);
+  (void)findOrAdoptChild(comm);  // its set-up must precede this, not start after it
   ncclResult_t result = ncclSuccess;
   if (waitForDeferredSetup(comm, [&] { return real(comm); }, &result) == PendingCall::kAnswered) return result;
   // Tuner activation binds a communicator at its first call; one finalized before that would be
@@ -399,7 +394,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) try {
 NCCL_LAMPORT_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) try {
   REAL_OR_FAIL(ncclCommRevoke);
   if (!interposerEnabled() || comm == nullptr) return real(comm, revokeFlags);
-  adoptIfPendingChild(comm);
+  (void)findOrAdoptChild(comm);  // its set-up must precede this, not start after it
   // What NCCL refuses before it changes anything (NCCL 2.28 src/init.cc: flags other than
   // NCCL_REVOKE_DEFAULT, a communicator already finalized or revoked) changes nothing of ours
   // either: a live communicator handed over on this rank alone would hang its peers' next call.
@@ -418,11 +413,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags
 NCCL_LAMPORT_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) try {
   REAL_OR_FAIL(ncclCommGetAsyncError);
   if (!interposerEnabled()) return real(comm, asyncError);
-  std::shared_ptr<LamportComm> lc = CommRegistry::instance().find(comm);
-  if (lc == nullptr && comm != nullptr) {
-    adoptPendingChild(comm);
-    lc = CommRegistry::instance().find(comm);  // also one another thread's poll just collected
-  }
+  std::shared_ptr<LamportComm> lc = findOrAdoptChild(comm);
   // Ready only once our set-up is done too. Meanwhile the set-up thread alone asks NCCL for the
   // program (its ncclCommGetAsyncError also completes NCCL's pending group job, which must happen
   // once); NCCL's own internal calls still get NCCL's answer.

@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 #include <link.h>
-#include <sys/stat.h>
 
 #include <atomic>
 #include <cstring>
@@ -12,6 +11,7 @@
 #include "plugin/loader/audit_protocol.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "common/small_file.h"
 
 // LeakSanitizer's interface where the build has it (a weak reference: null otherwise).
 extern "C" void __lsan_ignore_object(const void* p) __attribute__((weak));
@@ -135,8 +135,7 @@ void* openSkippingSelf(const char* name, int flags, bool* sawSelf) {
 // another one picked behind their back (and tests use a missing path to mean "no NCCL").
 void* openConfiguredPath(const std::string& path) {
   // dlopen of a FIFO waits for a writer for ever: only a regular file (or a link to one) is tried.
-  struct stat st {};
-  if (path.find('/') != std::string::npos && stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+  if (pathIsNotARegularFile(path)) {
     LAMPORT_WARN("NCCL_LAMPORT_NCCL_PATH=%s is not a regular file: not loaded", path.c_str());
     return nullptr;
   }
