@@ -252,6 +252,17 @@ void printLine(int level, uint64_t subsys, const char* file, int line, const cha
   }
 }
 
+/** printLine, or where it throws (host memory: the timestamp, the file's queue) the bare message:
+ *  a log line must never throw, as it is written from noexcept code and from catch blocks. */
+void printLineOrMessage(int level, uint64_t subsys, const char* file, int line, const char* message, FILE* out) {
+  try {
+    printLine(level, subsys, file, line, message, out);
+  } catch (...) {
+    fprintf(out, "Lamport: %s\n", message);
+    fflush(out);
+  }
+}
+
 }  // namespace
 
 void logMessage(int level, uint64_t subsys, const char* file, int line, const char* fmt, ...) {
@@ -267,7 +278,7 @@ void logMessage(int level, uint64_t subsys, const char* file, int line, const ch
     ncclLogger(level, static_cast<unsigned long>(subsys), file, line, "Lamport: %s", message);
     return;
   }
-  printLine(level, subsys, file, line, message, stdout);
+  printLineOrMessage(level, subsys, file, line, message, stdout);
 }
 
 void logWarnAlways(const char* file, int line, const char* fmt, ...) {
@@ -279,7 +290,7 @@ void logWarnAlways(const char* file, int line, const char* fmt, ...) {
   if (logEnabled(kLogWarn, kSubsysAll)) {
     logMessage(kLogWarn, kSubsysAll, file, line, "%s", message);  // where every WARN goes
   } else {
-    printLine(kLogWarn, kSubsysAll, file, line, message, stderr);  // NCCL_DEBUG unset: not stdout, unasked
+    printLineOrMessage(kLogWarn, kSubsysAll, file, line, message, stderr);  // NCCL_DEBUG unset: not stdout, unasked
   }
 }
 

@@ -74,6 +74,11 @@ struct LamportComm {
   std::atomic<bool> routesToNccl{false};
   /** Set by ncclCommRevoke: NCCL now owns the error state; ours (an interrupted kernel) is moot. */
   std::atomic<bool> revoked{false};
+  /** Set while NCCL frees comm's handle (inside our ncclCommAbort / ncclCommDestroy) and after:
+   *  this entry is then a leftover that the wrapper takes out when NCCL returns, and a
+   *  communicator NCCL creates at the same address meanwhile (another thread's) is a newcomer
+   *  that needs its own entry (plugin/comm/pending_children.cc). */
+  std::atomic<bool> handleFreeing{false};
   /** A placeholder of a non-blocking communicator whose set-up has not finished
    *  (plugin/comm/deferred_setup.h); the published entry replaces it. */
   std::atomic<bool> setupPending{false};

@@ -68,9 +68,14 @@ void moveCtaCap(const void* slot, ncclComm_t comm) {
   std::lock_guard<std::mutex> lock(gNotesMutex);
   auto it = notes().find(slot);
   if (it == notes().end()) return;
-  const int cap = it->second;
-  notes().erase(it);
-  notes()[comm] = cap;
+  // Room first (the one step that may throw, before anything changed), then re-keyed in place:
+  // a note is never lost half-way.
+  notes().reserve(notes().size() + 1);
+  it = notes().find(slot);  // reserve may rehash
+  auto node = notes().extract(it);
+  node.key() = comm;
+  auto inserted = notes().insert(std::move(node));
+  if (!inserted.inserted) inserted.position->second = inserted.node.mapped();
 }
 
 int takeCtaCap(const void* key) {

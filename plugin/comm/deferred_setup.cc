@@ -119,6 +119,27 @@ void runBatch(const std::shared_ptr<DeferredBatch>& batch) noexcept try {
   finishBatch(*batch);
 }
 
+/** Registers the batch's placeholders and the batch under every comm, or, where that throws
+ *  (host memory), takes out what it had registered and rethrows: a placeholder left without its
+ *  batch would report its communicator in progress for ever. */
+void publishBatch(const std::shared_ptr<DeferredBatch>& batch) {
+  try {
+    for (const auto& placeholder : batch->placeholders) CommRegistry::instance().insert(placeholder);
+    std::lock_guard<std::mutex> lock(gBatchesMutex);
+    for (ncclComm_t comm : batch->comms) batches()[comm] = batch;
+  } catch (...) {
+    for (const auto& placeholder : batch->placeholders) {
+      CommRegistry::instance().removeIfSame(placeholder->comm, placeholder);
+    }
+    std::lock_guard<std::mutex> lock(gBatchesMutex);
+    for (ncclComm_t comm : batch->comms) {
+      auto it = batches().find(comm);
+      if (it != batches().end() && it->second == batch) batches().erase(it);
+    }
+    throw;
+  }
+}
+
 }  // namespace
 
 void startDeferredSetup(const std::vector<ncclComm_t>& created) {
@@ -135,15 +156,10 @@ void startDeferredSetup(const std::vector<ncclComm_t>& created) {
     placeholder->maxCtas = effectiveCtaCap(peekCtaCap(comm));
     placeholder->reason = "non-blocking communicator: set-up waits for NCCL to report it ready";
     placeholder->setupPending.store(true, std::memory_order_relaxed);
-    std::shared_ptr<LamportComm> shared(std::move(placeholder));
-    batch->placeholders.push_back(shared);
-    CommRegistry::instance().insert(shared);
+    batch->placeholders.push_back(std::shared_ptr<LamportComm>(std::move(placeholder)));
   }
   if (batch->comms.empty()) return;
-  {
-    std::lock_guard<std::mutex> lock(gBatchesMutex);
-    for (ncclComm_t comm : batch->comms) batches()[comm] = batch;
-  }
+  publishBatch(batch);
   LAMPORT_INFO(kSubsysInit, "%zu non-blocking communicator(s): workspace set-up deferred until NCCL reports them ready",
                batch->comms.size());
   try {
@@ -151,6 +167,10 @@ void startDeferredSetup(const std::vector<ncclComm_t>& created) {
   } catch (const std::exception& e) {
     LAMPORT_WARN("cannot start the set-up thread (%s): non-blocking communicators stay on NCCL", e.what());
     batch->control.cancelled.store(true);
+    try {
+      publishOnNccl(*batch, "the set-up thread could not start");
+    } catch (...) {  // the placeholders stay: no longer pending once finishBatch ran, and on NCCL
+    }
     finishBatch(*batch);
   }
 }

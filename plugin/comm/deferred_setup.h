@@ -22,7 +22,9 @@
 namespace nccl_lamport {
 
 /** Registers every comm of `comms` (created together, non-blocking) as pending and starts its
- *  set-up on a helper thread. Never blocks on peers; never throws. */
+ *  set-up on a helper thread. Never blocks on peers. Throws only for want of host memory, and
+ *  then leaves nothing registered; a helper thread that cannot start leaves the batch on NCCL,
+ *  with a WARN. */
 void startDeferredSetup(const std::vector<ncclComm_t>& comms);
 
 /** What waitForDeferredSetup did with a call on a communicator. */

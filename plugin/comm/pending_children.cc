@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "plugin/abi/entry_guard.h"
 #include "plugin/comm/comm_registry.h"
 #include "plugin/comm/cta_cap.h"
 #include "plugin/comm/deferred_setup.h"
@@ -37,10 +38,26 @@ std::unordered_map<ncclComm_t, std::vector<WatchedChild>>& pendingChildren() {
 
 ncclComm_t writtenChild(const WatchedChild& watched) { return __atomic_load_n(watched.slot, __ATOMIC_ACQUIRE); }
 
-/** Under gChildrenMutex, so that a caller that did not find `child` among the watched ones
- *  finds it registered (its first poll must not get NCCL's "ready" before our set-up). */
-void startSetUpLocked(ncclComm_t child) {
-  if (CommRegistry::instance().find(child) == nullptr) startDeferredSetup({child});
+/** comm's own entry: null where there is none, or where the entry under that address is a
+ *  communicator's whose handle NCCL is freeing (comm is a newcomer at the same address). */
+std::shared_ptr<LamportComm> ownEntry(ncclComm_t comm) {
+  std::shared_ptr<LamportComm> lc = CommRegistry::instance().find(comm);
+  return lc != nullptr && lc->handleFreeing.load(std::memory_order_acquire) ? nullptr : lc;
+}
+
+/** Under gChildrenMutex, so that a caller that did not find the child among the watched ones
+ *  finds it registered (its first poll must not get NCCL's "ready" before our set-up). False,
+ *  with a WARN and nothing of the set-up left, where it could not start (host memory): the child
+ *  stays watched, and a later poll of its parent, or its own first call, tries again. */
+bool startSetUpLocked(const WatchedChild& watched, ncclComm_t child) noexcept {
+  try {
+    moveCtaCap(watched.slot, child);  // the CTA cap noted at the split (plugin/comm/cta_cap.h)
+    if (ownEntry(child) == nullptr) startDeferredSetup({child});
+    return true;
+  } catch (...) {
+    resultOfException("set-up of a non-blocking split child (tried again at its next poll)");
+    return false;
+  }
 }
 
 std::vector<WatchedChild> takePendingChildren(ncclComm_t parent) {
@@ -78,15 +95,16 @@ void collectPendingChildren(ncclComm_t parent, bool parentDone, uint64_t epochBe
   auto it = pendingChildren().find(parent);
   if (it == pendingChildren().end()) return;
   std::vector<WatchedChild>& watched = it->second;
-  std::vector<ncclComm_t> children;
   for (size_t i = 0; i < watched.size();) {
     // NCCL writes the child when its job ends; a slot still null once the parent is done stays
     // null (the split failed, or this rank passed NCCL_SPLIT_NOCOLOR), unless its split came
     // after the poll that found the parent done (another thread's, a watchdog's).
     ncclComm_t child = writtenChild(watched[i]);
     if (child != nullptr) {
-      moveCtaCap(watched[i].slot, child);  // the CTA cap noted at the split (plugin/comm/cta_cap.h)
-      children.push_back(child);
+      if (!startSetUpLocked(watched[i], child)) {
+        ++i;
+        continue;
+      }
     } else if (!(parentDone && watched[i].epoch <= epochBeforePoll)) {
       ++i;
       continue;
@@ -96,7 +114,6 @@ void collectPendingChildren(ncclComm_t parent, bool parentDone, uint64_t epochBe
     watched.erase(watched.begin() + static_cast<std::ptrdiff_t>(i));
   }
   if (watched.empty()) pendingChildren().erase(it);
-  for (ncclComm_t child : children) startSetUpLocked(child);
 }
 
 bool adoptPendingChild(ncclComm_t comm) {
@@ -106,10 +123,9 @@ bool adoptPendingChild(ncclComm_t comm) {
     std::vector<WatchedChild>& watched = it->second;
     for (size_t i = 0; i < watched.size(); ++i) {
       if (writtenChild(watched[i]) != comm) continue;
-      moveCtaCap(watched[i].slot, comm);
+      if (!startSetUpLocked(watched[i], comm)) return false;
       watched.erase(watched.begin() + static_cast<std::ptrdiff_t>(i));
       if (watched.empty()) pendingChildren().erase(it);
-      startSetUpLocked(comm);
       return true;
     }
   }
@@ -118,7 +134,7 @@ bool adoptPendingChild(ncclComm_t comm) {
 
 std::shared_ptr<LamportComm> findOrAdoptChild(ncclComm_t comm) {
   if (comm == nullptr) return nullptr;
-  std::shared_ptr<LamportComm> lc = CommRegistry::instance().find(comm);
+  std::shared_ptr<LamportComm> lc = ownEntry(comm);
   if (lc != nullptr) return lc;
   adoptPendingChild(comm);
   return CommRegistry::instance().find(comm);  // also one another thread's poll just collected

@@ -32,21 +32,24 @@ void stampGroupedChildren(const std::vector<ncclComm_t*>& slots);
 uint64_t pendingChildrenEpoch();
 
 /** After ncclCommGetAsyncError(parent): starts the deferred set-up of every watched child NCCL
- *  has written by now; once parentDone (NCCL no longer reported the parent in progress), forgets
+ *  has written by now (one whose set-up cannot start, for want of host memory, stays watched
+ *  for the next poll, with a WARN); once parentDone (NCCL no longer reported the parent in progress), forgets
  *  the rest that were watched before the poll (epochBeforePoll: pendingChildrenEpoch() read
  *  before asking NCCL): the split failed, or NCCL_SPLIT_NOCOLOR. A split watched since, by
  *  another thread while this one was between its poll and this call, is kept. */
 void collectPendingChildren(ncclComm_t parent, bool parentDone, uint64_t epochBeforePoll);
 
-/** comm is unknown to the registry: if it is a watched child that NCCL has written (the program
+/** comm is unknown to the registry (or its entry is a leftover: LamportComm::handleFreeing): if it is a watched child that NCCL has written (the program
  *  read it before polling the parent again), starts its deferred set-up and returns true. A
  *  child another thread is collecting meanwhile is registered by the time this returns (false):
  *  look comm up again after the call either way (findOrAdoptChild does both). */
 bool adoptPendingChild(ncclComm_t comm);
 
 /** comm's registry entry; for a comm unknown to the registry that is a watched child NCCL has
- *  written (or one another thread is collecting), its set-up is started first. Null for null or
- *  for a comm that is neither. */
+ *  written (or one another thread is collecting), its set-up is started first, also where the
+ *  entry under that address is a leftover of a communicator whose handle NCCL is freeing
+ *  (LamportComm::handleFreeing; that entry is returned where comm is no newcomer). Null for null
+ *  or for a comm that is neither. */
 std::shared_ptr<LamportComm> findOrAdoptChild(ncclComm_t comm);
 
 /** Drops comm's watched children, and comm itself where it is a watched child nothing has

@@ -123,7 +123,7 @@ void onCommCreated(ncclResult_t result, ncclComm_t comm, bool blocking, int ctaC
  *  its CTA cap waits under its slot until then. config: the split's, or null (the parent's cap,
  *  as NCCL copies the parent's config). */
 void onChildCreated(ncclResult_t result, ncclComm_t parent, ncclComm_t* newcomm, bool blocking,
-                    const ncclConfig_t* config) {
+                    const ncclConfig_t* config) noexcept try {
   if (newcomm == nullptr) return;
   int ctaCap = ctaCapFromConfig(config);
   if (config == nullptr) {
@@ -152,6 +152,11 @@ void onChildCreated(ncclResult_t result, ncclComm_t parent, ncclComm_t* newcomm,
     return;
   }
   onCommCreated(result, child, blocking, ctaCap);
+} catch (...) {
+  // NCCL's answer stands. A child that could not be noted for its set-up (host memory) stays on
+  // NCCL on this rank; its peers' set-up then times out (NCCL_LAMPORT_TIMEOUT_MS).
+  takeCtaCap(newcomm);
+  resultOfException("noting a split child for its set-up (it stays on NCCL)");
 }
 
 /** What we keep under a communicator's handle, taken while the handle is still its own. */
@@ -161,6 +166,12 @@ struct HeldComm {
 };
 
 HeldComm holdComm(ncclComm_t comm) { return {findDeferredSetup(comm), CommRegistry::instance().find(comm)}; }
+
+/** Right before NCCL may free comm's handle (on = true), and after NCCL refused to (false): a
+ *  split child NCCL writes at that address meanwhile is not taken for `held` (LamportComm::handleFreeing). */
+void markHandleFreeing(const HeldComm& held, bool on) {
+  if (held.entry != nullptr) held.entry->handleFreeing.store(on, std::memory_order_release);
+}
 
 /** After NCCL freed comm's handle: takes out what `held` holds where no communicator created
  *  meanwhile at that address replaced it, waits (bounded) for its set-up, releases its workspace. */
@@ -341,8 +352,14 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) try {
   // NCCL is asked first, and ours is released only if it agreed.
   ncclResult_t result = ncclSuccess;
   HeldComm held = holdComm(comm);
-  const bool answered = waitForDeferredSetup(comm, [&] { return real(comm); }, &result, /*destroysComm=*/true) ==
-                        PendingCall::kAnswered;
+  const auto destroyInWait = [&] {
+    markHandleFreeing(held, true);
+    const ncclResult_t destroyed = real(comm);
+    if (destroyed == ncclInvalidArgument) markHandleFreeing(held, false);  // refused: see below
+    return destroyed;
+  };
+  const bool answered =
+      waitForDeferredSetup(comm, destroyInWait, &result, /*destroysComm=*/true) == PendingCall::kAnswered;
   if (answered && result != ncclSuccess) return result;
   if (answered) {
     // NCCL destroyed it inside the wait (its init job ended between our check and NCCL's): the
@@ -355,11 +372,13 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) try {
   // A CTA-cap note still under the handle (tuner activation binds at the first call) goes while
   // the handle is its own: a newcomer at that address notes its own.
   const int ctaCapNote = takeCtaCap(comm);
+  markHandleFreeing(held, true);
   result = real(comm);
   // ncclInvalidArgument is NCCL's refusal (ncclCommEnsureReady): it keeps the communicator, and
   // with it our entry and its pending split children. After any other answer the handle may be
   // freed: what was held under it is released, never looked up by handle again.
   if (result == ncclInvalidArgument) {
+    markHandleFreeing(held, false);
     if (ctaCapNote > 0) noteCtaCap(comm, ctaCapNote);
     return result;
   }
@@ -384,6 +403,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) try {
   // only where a newcomer at that address has not replaced it: never looked up by handle after.
   HeldComm held = holdComm(comm);
   takeCtaCap(comm);  // as in ncclCommDestroy
+  markHandleFreeing(held, true);
   ncclResult_t result = real(comm);
   releaseHeldComm(comm, std::move(held), /*aborting=*/true);
   return result;
@@ -426,7 +446,11 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResu
   const uint64_t epochBeforePoll = pendingChildrenEpoch();
   ncclResult_t result = real(comm, asyncError);
   if (result == ncclSuccess && asyncError != nullptr) {
-    collectPendingChildren(comm, *asyncError != ncclInProgress, epochBeforePoll);
+    try {
+      collectPendingChildren(comm, *asyncError != ncclInProgress, epochBeforePoll);
+    } catch (...) {  // NCCL's answer stands; what was not collected is collected at the next poll
+      resultOfException("collecting split children");
+    }
   }
   if (result != ncclSuccess || asyncError == nullptr) return result;
   // Who asks matters only for a failed set-up's communicator that NCCL still has in progress

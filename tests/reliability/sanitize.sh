@@ -79,7 +79,7 @@ if [ "$which" = asan ] || [ "$which" = all ]; then
 fi
 if [ "$which" = tsan ] || [ "$which" = all ]; then
   dir="${prefix}tsan"
-  configure_and_build "$dir" "thread" "nccl-lamport shim_lifecycle_scenarios shim_lifecycle_concurrency shim_setup_waits"
+  configure_and_build "$dir" "thread" "nccl-lamport shim_lifecycle_scenarios shim_lifecycle_concurrency shim_lifecycle_faults shim_setup_waits"
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
     run_ctest "$dir" "ThreadSanitizer" -R 'shim_lifecycle|SetupWaits|SetupRounds|SetupStops|TunerBind|SetupOverExchange' \
       -E "$slow_ready|$tsan_unsuitable" || status=1

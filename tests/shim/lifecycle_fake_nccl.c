@@ -47,6 +47,12 @@ struct ncclComm {
 
 struct FakeCounters fakeCounters;
 void (*_Atomic fakeHelperCallHook)(const char* function, ncclComm_t comm);
+void (*_Atomic fakeReturnHook)(const char* function, ncclComm_t comm);
+
+static void callReturnHook(const char* function, ncclComm_t comm) {
+  void (*hook)(const char*, ncclComm_t) = atomic_load(&fakeReturnHook);
+  if (hook != NULL) hook(function, comm);
+}
 /* Every communicator ever created, newest first (see the top of this file). */
 static struct ncclComm* _Atomic gAllComms;
 static pthread_t gMainThread;
@@ -272,6 +278,7 @@ FAKE_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclC
     pthread_t writer;
     if (pthread_create(&writer, NULL, writeChildLate, late) == 0) {
       pthread_detach(writer);
+      callReturnHook("ncclCommSplit", comm);
       return ncclSuccess; /* as NCCL 2.28: ncclCommSplit swallows its group end's ncclInProgress */
     }
     if (late->busyParent != NULL) atomic_store(&comm->busyUntilNs, 0);
@@ -298,6 +305,7 @@ FAKE_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asy
   usleep(50);
   atomic_fetch_sub(&comm->inside, 1);
   if (tSlowPollMs > 0) usleep(1000 * tSlowPollMs); /* the answer is computed; the caller gets it late */
+  callReturnHook("ncclCommGetAsyncError", comm);
   return ncclSuccess;
 }
 
@@ -359,16 +367,40 @@ static void* initDuringAbort(void* unused) {
   return NULL;
 }
 
+ncclComm_t _Atomic fakeSplitParentDuringAbort;
+
+/* Another thread of the program splits fakeSplitParentDuringAbort without a config (non-blocking,
+ * as the parent), NCCL writes the child late (FAKE_SPLIT_WRITES_CHILD_MS) at the address the abort
+ * has just freed, and the thread polls the parent until it is ready, as NCCL asks: our poll
+ * collects the child. Through the public names, so through the interposer's wrappers. */
+static void* splitDuringAbort(void* unused) {
+  (void)unused;
+  static ncclComm_t slot; /* NCCL writes it after the split returns: must outlive this call */
+  ncclComm_t parent = atomic_load(&fakeSplitParentDuringAbort);
+  if (parent == NULL || ncclCommSplit(parent, 0, 0, &slot, NULL) != ncclSuccess) return NULL;
+  for (int i = 0; i < 5000 && __atomic_load_n(&slot, __ATOMIC_ACQUIRE) == NULL; ++i) usleep(1000);
+  ncclResult_t state = ncclInProgress;
+  for (int i = 0; i < 5000 && state == ncclInProgress; ++i) {
+    if (ncclCommGetAsyncError(parent, &state) != ncclSuccess) return NULL;
+    if (state == ncclInProgress) usleep(1000);
+  }
+  atomic_store(&fakeCounters.reusedComm, __atomic_load_n(&slot, __ATOMIC_ACQUIRE));
+  return NULL;
+}
+
 FAKE_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   if (comm == NULL) return ncclSuccess; /* NCCL 2.28 src/init.cc: a null communicator is a no-op */
   noteCall("ncclCommAbort", comm);
   atomic_store(&comm->dead, 1);
   freeComm(comm);
+  /* FAKE_ABORT_REUSES_HANDLE=1: a new communicator, =split: a split's child, gets the address. */
   const char* reuse = getenv("FAKE_ABORT_REUSES_HANDLE");
-  if (reuse != NULL && strcmp(reuse, "1") == 0) {
+  if (reuse != NULL && (strcmp(reuse, "1") == 0 || strcmp(reuse, "split") == 0)) {
     atomic_store(&gRecycled, comm);
     pthread_t other;
-    if (pthread_create(&other, NULL, initDuringAbort, NULL) == 0) pthread_join(other, NULL);
+    if (pthread_create(&other, NULL, strcmp(reuse, "1") == 0 ? initDuringAbort : splitDuringAbort, NULL) == 0) {
+      pthread_join(other, NULL);
+    }
   }
   return ncclSuccess;
 }

@@ -14,16 +14,26 @@ struct FakeCounters {
   atomic_int allReduceCalls;   /* ncclAllReduce calls that reached NCCL */
   atomic_int helperCallsAfterFinalize; /* our set-up thread calling NCCL on a finalized communicator */
   /* FAKE_ABORT_REUSES_HANDLE=1: the non-blocking communicator another thread created, inside
-   * ncclCommAbort, at the address the abort had just freed. */
+   * ncclCommAbort, at the address the abort had just freed; =split: the child of
+   * fakeSplitParentDuringAbort that another thread's split got there, once its poll of the parent
+   * saw the parent ready. */
   void* _Atomic reusedComm;
 };
 
 extern struct FakeCounters fakeCounters;
 
+/* The parent that FAKE_ABORT_REUSES_HANDLE=split splits inside ncclCommAbort (set by the scenario). */
+extern ncclComm_t _Atomic fakeSplitParentDuringAbort;
+
 /* Called on any thread but the main one (our set-up thread) at the start of each NCCL call it makes
  * on a communicator and of its ncclGroupEnd (comm NULL): a scenario's way to act at an exact point
  * of the set-up. */
 extern void (*_Atomic fakeHelperCallHook)(const char* function, ncclComm_t comm);
+
+/* Called on the calling thread as ncclCommGetAsyncError and ncclCommSplit return, their answer
+ * computed: a scenario's way to act right after NCCL answered, before the interposer's wrapper
+ * goes on. */
+extern void (*_Atomic fakeReturnHook)(const char* function, ncclComm_t comm);
 
 /* Sets fakeHelperCallHook (for C++ callers, which cannot name the _Atomic object). */
 void fakeSetHelperCallHook(void (*hook)(const char* function, ncclComm_t comm));

@@ -168,26 +168,41 @@ static void splitChildModes(void) {
   ncclCommDestroy(parent);
 }
 
-/* NCCL frees an aborted communicator's handle, and another thread's new communicator may get the
- * same address before our abort wrapper returns (FAKE_ABORT_REUSES_HANDLE=1 makes the fake do
- * that): the abort must not drop the newcomer's entry or set-up, looked up by that handle. */
-static void abortThenHandleReused(void) {
+/* Aborts a ready non-blocking communicator whose set-up has finished; inside the abort the
+ * stand-in hands its address to a newcomer that another thread creates (FAKE_ABORT_REUSES_HANDLE).
+ * The newcomer (`what`) must keep its own entry and get its own set-up exchange. */
+static void abortAndCheckTheNewcomer(const char* what) {
   ncclComm_t comm = initNonBlocking();
   CHECK(pollReady(comm) == ncclSuccess, "never ready");
   usleep(50 * 1000); /* its set-up has finished */
   const int exchangesBefore = atomic_load(&fakeCounters.helperGroupEnds);
   CHECK(ncclCommAbort(comm) == ncclSuccess, "abort failed");
   ncclComm_t reused = (ncclComm_t)atomic_load(&fakeCounters.reusedComm);
-  CHECK(reused == comm, "the fake did not give the aborted handle to the new communicator (%p, %p)", (void*)reused,
-        (void*)comm);
+  CHECK(reused == comm, "the %s did not get the aborted handle (%p, %p)", what, (void*)reused, (void*)comm);
   if (reused == NULL) return;
-  CHECK(infoOf(reused).known == 1, "the communicator created during the abort lost its entry: the abort dropped it by handle");
-  CHECK(pollReady(reused) == ncclSuccess, "the communicator created during the abort never became ready");
+  CHECK(infoOf(reused).known == 1, "the %s has no entry: the abort dropped it, or its set-up was skipped", what);
+  CHECK(pollReady(reused) == ncclSuccess, "the %s never became ready", what);
   usleep(50 * 1000);
-  CHECK(atomic_load(&fakeCounters.helperGroupEnds) > exchangesBefore,
-        "the set-up exchange of the communicator created during the abort did not run");
-  CHECK(infoOf(reused).known == 1, "the communicator created during the abort is not registered after its set-up");
-  CHECK(ncclCommDestroy(reused) == ncclSuccess, "destroy of the communicator created during the abort failed");
+  CHECK(atomic_load(&fakeCounters.helperGroupEnds) > exchangesBefore, "the %s's set-up exchange did not run", what);
+  CHECK(infoOf(reused).known == 1, "the %s is not registered after its set-up", what);
+  CHECK(ncclCommDestroy(reused) == ncclSuccess, "destroy of the %s failed", what);
+}
+
+/* NCCL frees an aborted communicator's handle, and another thread's new communicator may get the
+ * same address before our abort wrapper returns (FAKE_ABORT_REUSES_HANDLE=1 makes the fake do
+ * that): the abort must not drop the newcomer's entry or set-up, looked up by that handle. */
+static void abortThenHandleReused(void) { abortAndCheckTheNewcomer("communicator created during the abort"); }
+
+/* As abort-then-handle-reused, for a non-blocking split's child that NCCL writes late at the freed
+ * address and another thread's poll of its parent collects, all before our abort wrapper has taken
+ * out the aborted communicator's entry (FAKE_ABORT_REUSES_HANDLE=split): that entry, still under
+ * the handle, must not pass for the child's own (before, the child was never set up). */
+static void abortThenSplitChildReusesHandle(void) {
+  ncclComm_t parent = initNonBlocking();
+  CHECK(pollReady(parent) == ncclSuccess, "parent never ready");
+  atomic_store(&fakeSplitParentDuringAbort, parent);
+  abortAndCheckTheNewcomer("split child collected during the abort");
+  CHECK(ncclCommDestroy(parent) == ncclSuccess, "destroy of the parent failed");
 }
 
 /* As abort-then-handle-reused, and the newcomer's pending set-up must survive too: a destroy
@@ -533,6 +548,7 @@ int main(int argc, char** argv) {
       {"abort-then-handle-reused", abortThenHandleReused},
       {"abort-then-handle-reused-keeps-setup", abortThenHandleReusedKeepsSetup},
       {"destroy-races-ready-then-handle-reused", destroyRacesReadyThenHandleReused},
+      {"abort-then-split-child-reuses-handle", abortThenSplitChildReusesHandle},
       {"abort-uncollected-child", abortUncollectedChild},
       {"finalize-uncollected-child", finalizeUncollectedChild},
       {"throw-in-blocking-setup", throwInBlockingSetup},

@@ -57,6 +57,18 @@ TEST(CtaCap, NotesMoveFromTheChildSlotToItsHandle) {
   EXPECT_EQ(nccl_lamport::takeCtaCap(child), 0);
 }
 
+TEST(CtaCap, AMovedNoteReplacesOneUnderTheHandle) {
+  ncclComm_t slot = nullptr;
+  auto* child = reinterpret_cast<ncclComm_t>(0x2000);
+  nccl_lamport::noteCtaCap(child, 3);  // a leftover under the same address
+  nccl_lamport::noteCtaCap(&slot, 9);
+  nccl_lamport::moveCtaCap(&slot, child);
+  EXPECT_EQ(nccl_lamport::peekCtaCap(&slot), 0);
+  EXPECT_EQ(nccl_lamport::takeCtaCap(child), 9);
+  nccl_lamport::moveCtaCap(&slot, child);  // nothing under the slot: nothing changes
+  EXPECT_EQ(nccl_lamport::peekCtaCap(child), 0);
+}
+
 // NCCL_MAX_NCHANNELS (or the older NCCL_MAX_NRINGS) bounds NCCL's kernels too (ncclMaxNchannels in
 // NCCL's src/graph/connect.cc), clamped to [1, 64]; text that is no number reads as 0, so 1.
 TEST(CtaCap, TheChannelBoundIsReadAsNcclReadsIt) {

@@ -1,0 +1,135 @@
+/* Host memory running out inside libnccl-lamport.so, around NCCL's answer to a split or a poll
+ * (LD_PRELOAD, the stand-in NCCL of tests/shim/lifecycle_fake_nccl.c). Each scenario is a sweep:
+ * the k-th C++ allocation of the calling thread after a chosen point throws std::bad_alloc, for
+ * k = 1, 2, ... until k is past the last allocation of the path (tests/shim/alloc_faults.h).
+ * For every k: NCCL's answer reaches the program unchanged, the program never polls for ever, and
+ * a split child whose set-up could not start then is set up at a later poll, not lost.
+ * Exit status 77 (SKIPPED) where the allocator cannot be replaced (a sanitizer's build). */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "tests/shim/alloc_faults.h"
+#include "tests/shim/lifecycle_scenario_support.h"
+
+enum { kSkipped = 77, kMaxSweep = 64 };
+
+static pthread_t gMainThread;
+static const char* _Atomic gArmFunction; /* arm when this function returns on the main thread */
+static atomic_int gArmAt;
+
+/* fakeReturnHook: arms the failure right after NCCL answered, on the scenario's own thread only
+ * (our set-up thread polls NCCL too). */
+static void armOnReturn(const char* function, ncclComm_t comm) {
+  (void)comm;
+  const char* want = atomic_load(&gArmFunction);
+  if (want == NULL || strcmp(want, function) != 0 || !pthread_equal(pthread_self(), gMainThread)) return;
+  atomic_store(&gArmFunction, NULL);
+  allocFaultArm(atomic_load(&gArmAt));
+}
+
+static void armAfterReturnOf(const char* function, int k) {
+  atomic_store(&gArmAt, k);
+  atomic_store(&gArmFunction, function);
+}
+
+/* Stops arming; 1 if the armed allocation was reached. */
+static int disarm(void) {
+  atomic_store(&gArmFunction, NULL);
+  const int fired = allocFaultFired();
+  allocFaultArm(0);
+  return fired;
+}
+
+/* A ready non-blocking parent and its split's child, written late by NCCL into slots[k] (the
+ * slot outlives the sweep step: a lost watch would read it later). */
+static ncclComm_t gSlots[kMaxSweep + 1];
+static ncclComm_t readyParent(void) {
+  ncclComm_t parent = initNonBlocking();
+  CHECK(pollReady(parent) == ncclSuccess, "parent never ready");
+  return parent;
+}
+
+/* What every step ends with: the child ready within pollReady's 10 s (never in progress for
+ * ever), registered where `mustBeKnown` (its set-up ran, late or not), its allreduce answered, and
+ * both communicators destroyed. */
+static void finishStep(int k, ncclComm_t parent, ncclComm_t child, int mustBeKnown) {
+  CHECK(pollReady(child) == ncclSuccess, "allocation %d failing: the child never became ready", k);
+  CHECK(!mustBeKnown || infoOf(child).known == 1, "allocation %d failing: the child was lost (no entry, no set-up)", k);
+  float x = 1.0f;
+  CHECK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, child, NULL) == ncclSuccess, "allocation %d: allreduce failed", k);
+  CHECK(ncclCommDestroy(child) == ncclSuccess, "allocation %d: destroy of the child failed", k);
+  CHECK(ncclCommDestroy(parent) == ncclSuccess, "allocation %d: destroy of the parent failed", k);
+}
+
+/* Runs step(k) for k = 1, 2, ... until the k-th allocation was not reached (step returns 0):
+ * every allocation of the path has failed once by then. */
+static void sweep(int (*step)(int k), const char* where) {
+  int k = 1;
+  while (k <= kMaxSweep && step(k)) ++k;
+  CHECK(k > 1 && k <= kMaxSweep, "the sweep after %s ended after %d step(s)", where, k - 1);
+  printf("each of the %d allocation(s) after %s failed in turn\n", k - 1, where);
+}
+
+/* A step of the poll sweeps: a fresh parent and its child, written late; the k-th allocation
+ * fails in the parent's poll once NCCL answered (the poll collects the child and starts its
+ * set-up) or, where the program polls the child first, from the start of that poll (which adopts
+ * the child before asking NCCL). */
+static int pollStep(int k, int pollParent) {
+  ncclComm_t parent = readyParent();
+  CHECK(ncclCommSplit(parent, 0, 0, &gSlots[k], NULL) == ncclSuccess, "split failed");
+  ncclComm_t child = waitForChild(&gSlots[k]);
+  CHECK(child != NULL, "the stand-in never wrote the child");
+  if (child == NULL) return 0;
+  if (pollParent) {
+    armAfterReturnOf("ncclCommGetAsyncError", k);
+  } else {
+    allocFaultArm(k);
+  }
+  ncclResult_t state = ncclInternalError;
+  const ncclResult_t result = ncclCommGetAsyncError(pollParent ? parent : child, &state);
+  const int fired = disarm();
+  CHECK(result == ncclSuccess && (state == ncclSuccess || (!pollParent && state == ncclInProgress)),
+        "allocation %d failing in the %s's poll: the program got %d, state %d (NCCL: 0, 0)", k,
+        pollParent ? "parent" : "child", result, state);
+  finishStep(k, parent, child, /*mustBeKnown=*/1);
+  return fired;
+}
+
+static int parentPollStep(int k) { return pollStep(k, 1); }
+static int childPollStep(int k) { return pollStep(k, 0); }
+
+/* What the split wrapper does after NCCL answered (note the child's slot, its CTA cap). A child
+ * whose slot could not be noted stays on NCCL on this rank, with a WARN: not required known. */
+static int splitStep(int k) {
+  ncclComm_t parent = readyParent();
+  armAfterReturnOf("ncclCommSplit", k);
+  const ncclResult_t result = ncclCommSplit(parent, 0, 0, &gSlots[k], NULL);
+  const int fired = disarm();
+  CHECK(result == ncclSuccess, "allocation %d failing after NCCL answered the split: the program got %d (NCCL: 0)", k,
+        result);
+  ncclComm_t child = waitForChild(&gSlots[k]);
+  CHECK(child != NULL, "the stand-in never wrote the child");
+  if (child == NULL) return 0;
+  CHECK(pollReady(parent) == ncclSuccess, "allocation %d failing: the parent never became ready", k);
+  finishStep(k, parent, child, /*mustBeKnown=*/0);
+  return fired;
+}
+
+static void allocFailsAfterParentPoll(void) { sweep(parentPollStep, "NCCL's answer to the parent's poll"); }
+static void allocFailsInChildPoll(void) { sweep(childPollStep, "the start of the child's first poll"); }
+static void allocFailsAfterSplit(void) { sweep(splitStep, "NCCL's answer to the split"); }
+
+int main(int argc, char** argv) {
+  gMainThread = pthread_self();
+  if (!allocFaultsAvailable()) {
+    printf("SKIPPED: this build's allocator cannot be replaced (a sanitizer's runtime owns operator new)\n");
+    return kSkipped;
+  }
+  atomic_store(&fakeReturnHook, armOnReturn);
+  static const struct LifecycleScenario scenarios[] = {
+      {"alloc-fails-after-parent-poll", allocFailsAfterParentPoll},
+      {"alloc-fails-in-child-poll", allocFailsInChildPoll},
+      {"alloc-fails-after-split", allocFailsAfterSplit},
+  };
+  return runLifecycleScenario(argc, argv, scenarios, sizeof(scenarios) / sizeof(scenarios[0]));
+}
