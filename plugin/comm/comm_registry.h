@@ -32,17 +32,18 @@ struct LamportHostFlags {
 
 struct LamportComm {
   ncclComm_t comm = nullptr;
-  /** This rank's Lamport slot: its place in the workspace exchange, the index the kernels and the
-   *  peer mapping use. NCCL's rank under LD_PRELOAD; under tuner activation the rendezvous order
-   *  (host, pid), the same on every rank but not necessarily NCCL's numbering. */
-  int rank = -1;
+  /** This rank's place in the workspace exchange ("Lamport slot" in logs): the index the kernels
+   *  (LamportAllReduceArgs::rank) and the peer mapping use. NCCL's rank under LD_PRELOAD; under
+   *  tuner activation the rendezvous order (host, pid), the same on every rank but not
+   *  necessarily NCCL's numbering. */
+  int lamportRank = -1;
   /** NCCL's rank of this communicator (ncclCommUserRank), -1 until known. */
   int ncclRank = -1;
   /** NCCL's commHash, where tuner activation's set-up learnt it (else 0): names the communicator
    *  in logs while its handle is not known (comm null: destroyed before its first call). */
   uint64_t commId = 0;
-  /** The rank users see, in logs and ncclLamportGetCommInfo: NCCL's where known, else the slot. */
-  int reportedRank() const { return ncclRank >= 0 ? ncclRank : rank; }
+  /** The rank users see, in logs and ncclLamportGetCommInfo: NCCL's where known, else lamportRank. */
+  int reportedRank() const { return ncclRank >= 0 ? ncclRank : lamportRank; }
   int nRanks = 0;
   int cudaDev = -1;
   /** Compute capability * 10 + minor of cudaDev (0 when the set-up never read it); for logs. */

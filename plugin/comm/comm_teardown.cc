@@ -119,7 +119,7 @@ void releaseCommEntry(std::shared_ptr<LamportComm> lc, bool aborting) {
     snprintf(name, sizeof(name), "comm %p rank %d", static_cast<void*>(comm), lc->reportedRank());
   } else {
     snprintf(name, sizeof(name), "commId 0x%016llx Lamport slot %d (never called)",
-             static_cast<unsigned long long>(lc->commId), lc->rank);
+             static_cast<unsigned long long>(lc->commId), lc->lamportRank);
   }
   LAMPORT_INFO(kSubsysInit, "%s: %llu allreduce calls ran on Lamport kernels, %llu went to NCCL", name,
                static_cast<unsigned long long>(lc->lamportCalls.load()), static_cast<unsigned long long>(lc->ncclCalls.load()));

@@ -19,9 +19,9 @@ namespace {
 
 void fillLaunchTemplate(LamportComm& lc, uint64_t timeoutMs) {
   LamportAllReduceArgs& args = lc.launchTemplate;
-  args.rank = lc.rank;
+  args.rank = lc.lamportRank;
   for (int r = 0; r < lc.nRanks; ++r) {
-    args.peerBases[r] = r == lc.rank ? lc.local.ptr() : lc.peers[r]->ptr();
+    args.peerBases[r] = r == lc.lamportRank ? lc.local.ptr() : lc.peers[r]->ptr();
   }
   void* abortDev = nullptr;
   void* errorDev = nullptr;

@@ -193,7 +193,7 @@ void setUpAtTunerInit(const TunerCommInfo& comm, const void* contextSlot) {
     // A failure to log must not lose the verdict the peers share: the line is best effort.
     try {
       std::string where;
-      if (lc->rank >= 0) where += " Lamport slot " + std::to_string(lc->rank);
+      if (lc->lamportRank >= 0) where += " Lamport slot " + std::to_string(lc->lamportRank);
       where += " nRanks " + std::to_string(comm.nRanks);
       if (lc->cudaDev >= 0) where += " cudaDev " + std::to_string(lc->cudaDev);
       LAMPORT_INFO(kSubsysInit, "tuner activation: commId 0x%016llx%s: %s%s; its handle is named at its first call",
@@ -276,7 +276,7 @@ bool bindCommToTunerSetUp(ncclComm_t comm, bool registerIfNone) {
   lc->comm = comm;
   // The slot is the rendezvous order; users know the communicator by NCCL's rank.
   if (REAL_NCCL(ncclCommUserRank)(comm, &lc->ncclRank) != ncclSuccess) lc->ncclRank = -1;
-  if (lc->rank < 0) lc->rank = lc->ncclRank;
+  if (lc->lamportRank < 0) lc->lamportRank = lc->ncclRank;
   if (lc->cudaDev < 0) lc->cudaDev = device;  // a set-up that never got a device (multi-node)
   // The init's config.maxCTAs, noted under the handle by its hooked wrapper (plugin/comm/cta_cap.h),
   // combined with the variables as at any set-up (which saw the variables alone): it caps the

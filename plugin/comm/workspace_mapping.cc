@@ -167,7 +167,7 @@ void startServing(SetupState& s, const Config& config) {
   const LamportComm& lc = *s.lc;
   int remoteProcessPeers = 0;
   for (int r = 0; r < lc.nRanks; ++r) {
-    if (r != lc.rank && !samePeerProcess(s.records[r], s.mine)) ++remoteProcessPeers;
+    if (r != lc.lamportRank && !samePeerProcess(s.records[r], s.mine)) ++remoteProcessPeers;
   }
   if (remoteProcessPeers == 0) return;
   const int timeoutMs = fdExchangeTimeoutMs(config);
@@ -183,7 +183,7 @@ void mapPeers(SetupState& s, const Config& config) {
   bool ok = true;
   lc.peers.resize(lc.nRanks);
   for (int r = 0; r < lc.nRanks; ++r) {
-    if (r == lc.rank) continue;
+    if (r == lc.lamportRank) continue;
     const ExchangeRecord& peer = s.records[r];
     std::string why;
     if (samePeerProcess(peer, s.mine)) {
@@ -218,10 +218,10 @@ void mapPeers(SetupState& s, const Config& config) {
     }
   }
   for (int r = 0; r < lc.nRanks && ok; ++r) {
-    if (r == lc.rank) continue;
+    if (r == lc.lamportRank) continue;
     std::string why;
     if (checkNvlinkP2p(s.mine.busId, s.records[r].busId, &why) != LinkCheck::kNvlinkP2p && config.requireNvlink) {
-      s.why = "no NVLink P2P between rank " + std::to_string(lc.rank) + " and rank " + std::to_string(r) + ": " + why;
+      s.why = "no NVLink P2P between rank " + std::to_string(lc.lamportRank) + " and rank " + std::to_string(r) + ": " + why;
       ok = false;
     }
   }

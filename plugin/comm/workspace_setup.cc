@@ -51,12 +51,12 @@ void registerIneligible(ncclComm_t comm, const char* reason, bool nonBlocking) {
   lc->nonBlocking = nonBlocking;
   lc->maxCtas = effectiveCtaCap(takeCtaCap(comm));
   // Best effort: a non-blocking communicator may not answer yet; the fields are for logs only.
-  REAL_NCCL(ncclCommUserRank)(comm, &lc->rank);
+  REAL_NCCL(ncclCommUserRank)(comm, &lc->lamportRank);
   REAL_NCCL(ncclCommCount)(comm, &lc->nRanks);
   REAL_NCCL(ncclCommCuDevice)(comm, &lc->cudaDev);
   lc->reason = reason;
   LAMPORT_INFO(kSubsysInit, "comm %p rank %d nRanks %d: Lamport OFF, every call goes to NCCL: %s",
-               static_cast<void*>(comm), lc->rank, lc->nRanks, reason);
+               static_cast<void*>(comm), lc->lamportRank, lc->nRanks, reason);
   CommRegistry::instance().insert(std::move(lc));
 }
 
@@ -89,7 +89,7 @@ void setupWorkspaces(const std::vector<ncclComm_t>& comms, const SetupOptions& o
     s->lc->comm = comm;
     s->lc->nonBlocking = options.nonBlocking;
     // registerIneligible takes the CTA-cap note itself; the note is taken below otherwise.
-    if (REAL_NCCL(ncclCommUserRank)(comm, &s->lc->rank) != ncclSuccess ||
+    if (REAL_NCCL(ncclCommUserRank)(comm, &s->lc->lamportRank) != ncclSuccess ||
         REAL_NCCL(ncclCommCount)(comm, &s->lc->nRanks) != ncclSuccess ||
         REAL_NCCL(ncclCommCuDevice)(comm, &s->lc->cudaDev) != ncclSuccess) {
       registerIneligible(comm, "NCCL could not describe the communicator", options.nonBlocking);
@@ -186,7 +186,7 @@ std::unique_ptr<LamportComm> setupWorkspaceOverExchange(int nRanks, int cudaDev,
   std::string why;
   if (gatherOver(exchange, &s->mine, sizeof(ExchangeRecord), &all, &index, &why) &&
       all.size() == sizeof(ExchangeRecord) * static_cast<size_t>(nRanks) && index >= 0 && index < nRanks) {
-    s->lc->rank = index;
+    s->lc->lamportRank = index;
     guardedStep(*s, "workspace exchange", [&] {
       s->records.resize(nRanks);
       memcpy(s->records.data(), all.data(), all.size());

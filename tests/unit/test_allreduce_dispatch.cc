@@ -38,7 +38,7 @@ struct MadeUpComm {
 MadeUpComm makeEligible(int index, int rank) {
   auto lc = std::make_shared<LamportComm>();
   lc->comm = reinterpret_cast<ncclComm_t>(gHandles[index]);
-  lc->rank = rank;
+  lc->lamportRank = rank;
   lc->ncclRank = rank;
   lc->nRanks = 2;
   lc->cudaDev = 0;

@@ -25,7 +25,7 @@ ncclComm_t fakeHandle(uintptr_t n) { return reinterpret_cast<ncclComm_t>(uintptr
 std::shared_ptr<LamportComm> makeEntry(ncclComm_t comm, int rank = 0) {
   auto lc = std::make_shared<LamportComm>();
   lc->comm = comm;
-  lc->rank = rank;
+  lc->lamportRank = rank;
   lc->nRanks = 2;
   return lc;
 }
@@ -49,7 +49,7 @@ TEST_F(CommRegistryTest, FindGivesTheInsertedEntryAndNullForUnknownHandles) {
   auto lc = makeEntry(a, 1);
   registry.insert(lc);
   EXPECT_EQ(registry.find(a), lc);
-  EXPECT_EQ(registry.find(a)->rank, 1);
+  EXPECT_EQ(registry.find(a)->lamportRank, 1);
   EXPECT_EQ(registry.find(b), nullptr);
   EXPECT_EQ(registry.find(nullptr), nullptr);
   EXPECT_EQ(registry.size(), before + 1);
@@ -59,10 +59,10 @@ TEST_F(CommRegistryTest, InsertOfAUniquePtrIsFoundToo) {
   const ncclComm_t a = handle(3);
   auto owned = std::make_unique<LamportComm>();
   owned->comm = a;
-  owned->rank = 7;
+  owned->lamportRank = 7;
   CommRegistry::instance().insert(std::move(owned));
   ASSERT_NE(CommRegistry::instance().find(a), nullptr);
-  EXPECT_EQ(CommRegistry::instance().find(a)->rank, 7);
+  EXPECT_EQ(CommRegistry::instance().find(a)->lamportRank, 7);
 }
 
 TEST_F(CommRegistryTest, RemoveTakesTheEntryOutOnce) {
@@ -84,7 +84,7 @@ TEST_F(CommRegistryTest, AnEntryHeldByACallerOutlivesItsRemoval) {
   std::shared_ptr<LamportComm> held = CommRegistry::instance().find(a);
   CommRegistry::instance().remove(a);
   ASSERT_NE(held, nullptr);
-  EXPECT_EQ(held->rank, 3);
+  EXPECT_EQ(held->lamportRank, 3);
   EXPECT_EQ(held.use_count(), 1);
 }
 
