@@ -4,13 +4,12 @@
 // Contract with NCCL: init and getCollInfo never return an error (an error there fails
 // the user's communicator or collective), nChannels is never written, cost entries NCCL marked
 // -1 are never touched, every entry point is thread-safe, and no state outlives finalize except
-// a few trivially-destructible process-wide flags, so NCCL may dlclose and reload the object.
+// a few trivially-destructible process-wide flags (tuner/load_mode.h), so NCCL may dlclose and
+// reload the object.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
 #include <nccl.h>
 
@@ -111,11 +110,6 @@ ncclResult_t tunerInit(const TunerCommInfo& comm, NcclDebugLogger logger, void**
 ncclResult_t tunerInitFromNccl(const TunerCommInfo& comm, NcclDebugLogger logger, void** context,
                                const void* callerInNccl) noexcept;
 
-/** Defined only in the shared object (plugin/hooks/tuner_activation.cc), hence weak: installs
- *  the entry hooks once per process; true when they are in place, else *why says why not. */
-__attribute__((weak)) bool activateFromTuner(const TunerCommInfo& comm, const void* callerInNccl,
-                                             std::string* why);
-
 /** Defined only in the shared object (plugin/hooks/tuner_activation.cc), hence weak: with the
  *  hooks in, sets up the communicator whose context NCCL keeps at ncclSlot / forgets it.
  *  callerInNccl: an address in the NCCL that called the init (only the hooked NCCL's
@@ -123,10 +117,6 @@ __attribute__((weak)) bool activateFromTuner(const TunerCommInfo& comm, const vo
 __attribute__((weak)) void tunerActivationCommInit(const TunerCommInfo& comm, const void* ncclSlot,
                                                    const void* callerInNccl);
 __attribute__((weak)) void tunerActivationCommFinalize(const void* ncclSlot);
-
-/** True when this process loaded us only as NCCL's tuner and no wrapper of ours is reachable
- *  (no LD_PRELOAD, no entry hooks): ncclLamportIsActive() is then 0. */
-bool tunerOnlyPathOff();
 
 /**
  * One collective's tuning query. costTable may be null (tuner ABI v2 has none); nChannels is
@@ -155,52 +145,5 @@ ncclResult_t tunerFinalize(void* context) noexcept;
  * nothing: every cost stays as NCCL computed it, so NCCL's own choice is unchanged.
  */
 void editCollCosts(const TunerContext& context, int collType, size_t nBytes, CostTable& table);
-
-/** Called by every interposer wrapper: this process runs the Lamport path (LD_PRELOAD). */
-inline void markInterposerActive();
-/** True once any interposer wrapper ran in this process. */
-inline bool interposerActive();
-
-/** The absolute path of the object that holds this code (dladdr), or "" if unknown. */
-std::string ownObjectPath();
-
-/** The INFO line a tuner-only process gets, naming the object to preload. */
-std::string tunerOnlyNotice(const std::string& objectPath);
-
-/** Why a tuner-only process on this tuner ABI version has no Lamport path, for the notice:
- *  activation by NCCL_TUNER_PLUGIN alone needs NCCL 2.28+ (tuner ABI v5). hooksWhy: why the
- *  hooks were not installed, where that was the reason ("" otherwise). */
-std::string tunerOnlyReason(int abiVersion, bool enabled, bool hooksWanted, const std::string& hooksWhy);
-
-/**
- * True when ldPreload (an LD_PRELOAD value: entries separated by spaces or colons) names the
- * object at ourPath (absolute), by full path or by file name. False for null or empty inputs
- * and for a relative ourPath.
- */
-bool preloadListNames(const char* ldPreload, const char* ourPath);
-
-/**
- * Self-registration as NCCL's tuner (README, "Clients"), as a pure decision: true when ldPreload names
- * our object (preloadListNames) and tunerPluginEnv (NCCL_TUNER_PLUGIN) is unset or empty.
- * The caller then sets NCCL_TUNER_PLUGIN=ourPath.
- */
-bool shouldSelfRegisterAsTuner(const char* ldPreload, const char* tunerPluginEnv,
-                               const char* ourPath);
-
-/** Forgets that the interposer ran and that the tuner-only notice was shown (tests only). */
-void resetTunerProcessStateForTest();
-
-namespace detail {
-extern std::atomic<bool> gInterposerActive;
-}  // namespace detail
-
-inline void markInterposerActive() {
-  // Load first: wrappers call this on every call, and a store would bounce the cache line.
-  if (!detail::gInterposerActive.load(std::memory_order_relaxed)) {
-    detail::gInterposerActive.store(true, std::memory_order_release);
-  }
-}
-
-inline bool interposerActive() { return detail::gInterposerActive.load(std::memory_order_acquire); }
 
 }  // namespace nccl_lamport

@@ -8,6 +8,7 @@
 
 #include "tuner/abi/tuner_abi.h"
 #include "tuner/displaced_tuner.h"
+#include "tuner/load_mode.h"
 #include "tuner/tuner_impl.h"
 
 #include <exception>

@@ -8,7 +8,7 @@
 #include "plugin/hooks/tuner_activation.h"
 #include "plugin/abi/export.h"
 #include "plugin/interpose/interpose_state.h"
-#include "tuner/tuner_impl.h"
+#include "tuner/load_mode.h"
 
 using namespace nccl_lamport;
 

@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "plugin/loader/real_nccl.h"
 #include "plugin/comm/workspace_setup.h"
+#include "tuner/load_mode.h"
 #include "tuner/tuner_impl.h"
 
 namespace nccl_lamport {

@@ -29,7 +29,7 @@
 #include "common/log_file.h"
 #include "plugin/loader/real_nccl.h"
 #include "plugin/comm/workspace_setup.h"
-#include "tuner/tuner_impl.h"
+#include "tuner/load_mode.h"
 
 namespace nccl_lamport {
 

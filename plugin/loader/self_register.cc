@@ -5,7 +5,7 @@
 //
 // Runs as a constructor: before main() for a preloaded object, when the process has one thread
 // and setenv is safe. No CUDA calls here; the decision itself is the pure
-// shouldSelfRegisterAsTuner() in tuner_impl.cc, unit-tested there.
+// shouldSelfRegisterAsTuner() in tuner/load_mode.cc, unit-tested there.
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,7 +13,7 @@
 
 #include "common/config.h"
 #include "common/log.h"
-#include "tuner/tuner_impl.h"
+#include "tuner/load_mode.h"
 
 namespace nccl_lamport {
 namespace {

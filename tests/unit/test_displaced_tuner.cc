@@ -23,6 +23,7 @@
 #include "tuner/abi/tuner_abi.h"
 #include "tuner/chained_tuner.h"
 #include "tuner/displaced_tuner.h"
+#include "tuner/load_mode.h"
 #include "tuner/tuner_impl.h"
 #include "tuner/tuner_loader_rules.h"
 

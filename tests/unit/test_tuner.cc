@@ -15,6 +15,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "tuner/abi/tuner_abi.h"
+#include "tuner/load_mode.h"
 #include "tuner/tuner_impl.h"
 
 namespace nccl_lamport {

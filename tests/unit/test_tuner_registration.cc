@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "tuner/tuner_impl.h"
+#include "tuner/load_mode.h"
 
 namespace nccl_lamport {
 namespace {
