@@ -203,6 +203,7 @@ FAKE_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nRanks, ncc
          ncclConfig_t* config) {
   (void)id;
   *comm = newComm(blockingFor(config, 1), rank, nRanks);
+  callReturnHook("ncclCommInitRankConfig", *comm);
   return created(*comm);
 }
 
@@ -426,6 +427,7 @@ FAKE_API(ncclResult_t, ncclGroupEnd, void) {
     if (tGroupNonBlockingWork) result = ncclInProgress;
     tGroupNonBlockingWork = 0;
   }
+  callReturnHook("ncclGroupEnd", NULL);
   if (onMainThread()) return result;
   atomic_fetch_add(&fakeCounters.helperGroupEnds, 1);
   callHelperHook("ncclGroupEnd", NULL);

@@ -30,9 +30,9 @@ extern ncclComm_t _Atomic fakeSplitParentDuringAbort;
  * of the set-up. */
 extern void (*_Atomic fakeHelperCallHook)(const char* function, ncclComm_t comm);
 
-/* Called on the calling thread as ncclCommGetAsyncError and ncclCommSplit return, their answer
- * computed: a scenario's way to act right after NCCL answered, before the interposer's wrapper
- * goes on. */
+/* Called on the calling thread as ncclCommInitRankConfig, ncclCommSplit, ncclCommGetAsyncError
+ * and ncclGroupEnd return, their answer computed: a scenario's way to act right after NCCL
+ * answered, before the interposer's wrapper goes on. */
 extern void (*_Atomic fakeReturnHook)(const char* function, ncclComm_t comm);
 
 /* Sets fakeHelperCallHook (for C++ callers, which cannot name the _Atomic object). */

@@ -11,7 +11,7 @@
 #include "tests/shim/alloc_faults.h"
 #include "tests/shim/lifecycle_scenario_support.h"
 
-enum { kSkipped = 77, kMaxSweep = 64 };
+enum { kSkipped = 77, kMaxSweep = 400 };
 
 static pthread_t gMainThread;
 static const char* _Atomic gArmFunction; /* arm when this function returns on the main thread */
@@ -115,9 +115,58 @@ static int splitStep(int k) {
   return fired;
 }
 
+/* Steps of the init sweeps (our set-up runs after NCCL answered): the init's answer must reach
+ * the program as NCCL gave it, and the communicator must work on (on NCCL, where our set-up could
+ * not run). Finalize, destroy, abort and an allreduce NCCL takes allocate nothing of ours after
+ * NCCL's answer (tried: no sweep step). */
+static ncclComm_t initArmed(int k, int blocking) {
+  armAfterReturnOf("ncclCommInitRankConfig", k);
+  ncclResult_t result;
+  ncclComm_t comm = initWithBlocking(blocking, &result);
+  CHECK(result == (blocking ? ncclSuccess : ncclInProgress), "allocation %d failing after NCCL answered a %s init: the program got %d",
+        k, blocking ? "blocking" : "non-blocking", result);
+  return comm;
+}
+
+static void useAndDestroy(int k, ncclComm_t comm) {
+  CHECK(pollReady(comm) == ncclSuccess, "allocation %d failing: the communicator never became ready", k);
+  float x = 1.0f;
+  CHECK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess, "allocation %d: allreduce failed", k);
+  CHECK(ncclCommDestroy(comm) == ncclSuccess, "allocation %d: destroy failed", k);
+}
+
+static int blockingInitStep(int k) {
+  ncclComm_t comm = initArmed(k, 1);
+  const int fired = disarm();
+  useAndDestroy(k, comm);
+  return fired;
+}
+
+static int nonBlockingInitStep(int k) {
+  ncclComm_t comm = initArmed(k, 0);
+  const int fired = disarm();
+  useAndDestroy(k, comm);
+  return fired;
+}
+
+static int groupedInitStep(int k) {
+  CHECK(ncclGroupStart() == ncclSuccess, "group start failed");
+  ncclResult_t result;
+  ncclComm_t comm = initWithBlocking(1, &result);
+  armAfterReturnOf("ncclGroupEnd", k);
+  const ncclResult_t ended = ncclGroupEnd();
+  const int fired = disarm();
+  CHECK(ended == ncclSuccess, "allocation %d failing after NCCL answered the group end: the program got %d", k, ended);
+  useAndDestroy(k, comm);
+  return fired;
+}
+
 static void allocFailsAfterParentPoll(void) { sweep(parentPollStep, "NCCL's answer to the parent's poll"); }
 static void allocFailsInChildPoll(void) { sweep(childPollStep, "the start of the child's first poll"); }
 static void allocFailsAfterSplit(void) { sweep(splitStep, "NCCL's answer to the split"); }
+static void allocFailsAfterBlockingInit(void) { sweep(blockingInitStep, "NCCL's answer to a blocking init"); }
+static void allocFailsAfterNonBlockingInit(void) { sweep(nonBlockingInitStep, "NCCL's answer to a non-blocking init"); }
+static void allocFailsAfterGroupedInit(void) { sweep(groupedInitStep, "NCCL's answer to the group end of an init"); }
 
 int main(int argc, char** argv) {
   gMainThread = pthread_self();
@@ -130,6 +179,9 @@ int main(int argc, char** argv) {
       {"alloc-fails-after-parent-poll", allocFailsAfterParentPoll},
       {"alloc-fails-in-child-poll", allocFailsInChildPoll},
       {"alloc-fails-after-split", allocFailsAfterSplit},
+      {"alloc-fails-after-blocking-init", allocFailsAfterBlockingInit},
+      {"alloc-fails-after-nonblocking-init", allocFailsAfterNonBlockingInit},
+      {"alloc-fails-after-grouped-init", allocFailsAfterGroupedInit},
   };
   return runLifecycleScenario(argc, argv, scenarios, sizeof(scenarios) / sizeof(scenarios[0]));
 }

@@ -128,7 +128,8 @@ target_link_libraries(shim_lifecycle_faults PRIVATE shim_lifecycle_fake_nccl ncc
                       ${CMAKE_DL_LIBS})
 target_include_directories(shim_lifecycle_faults PRIVATE ${PROJECT_SOURCE_DIR})
 add_dependencies(shim_lifecycle_faults nccl-lamport)
-foreach(_case alloc-fails-after-parent-poll alloc-fails-in-child-poll alloc-fails-after-split)
+foreach(_case alloc-fails-after-parent-poll alloc-fails-in-child-poll alloc-fails-after-split
+              alloc-fails-after-blocking-init alloc-fails-after-nonblocking-init alloc-fails-after-grouped-init)
   add_test(NAME shim_lifecycle.${_case} COMMAND shim_lifecycle_faults ${_case})
   set_tests_properties(shim_lifecycle.${_case} PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77
     ENVIRONMENT "${_preload};FAKE_SPLIT_WRITES_CHILD_MS=5")
