@@ -6,7 +6,7 @@
 // NCCL_LAMPORT_KNOB(field, kind, variable, defaultValue, defaultText, unit, minimum, maximum, doc)
 //   field         the Config member
 //   kind          how the text is parsed (KnobKind): Switch and Bool take the spellings of
-//                 common/bool_knob.h; Bytes takes "65536", "64K", "64KiB", "8M", "1G" (binary units;
+//                 common/bool_knob.h; Bytes takes "65536", "64K", "64KiB", "64KB", "8M", "1G" (binary units;
 //                 common/byte_size.h, shared with nccl-lamport-bench); Ms a
 //                 decimal number of milliseconds; Path any string (empty: unset)
 //   defaultValue  the Config default, in the field's type
