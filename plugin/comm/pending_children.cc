@@ -21,6 +21,7 @@ namespace {
 struct WatchedChild {
   ncclComm_t* slot;
   uint64_t epoch;  // pendingChildrenEpoch() right after it was added (or stamped); kInOpenGroup
+  OnChildWritten onWritten;
 };
 
 /** The epoch of a child watched in a group that has not ended: above every poll's. */
@@ -52,7 +53,7 @@ std::shared_ptr<LamportComm> ownEntry(ncclComm_t comm) {
 bool startSetUpLocked(const WatchedChild& watched, ncclComm_t child) noexcept {
   try {
     moveCtaCap(watched.slot, child);  // the CTA cap noted at the split (plugin/comm/cta_cap.h)
-    if (ownEntry(child) == nullptr) startDeferredSetup({child});
+    if (watched.onWritten == OnChildWritten::kSetUp && ownEntry(child) == nullptr) startDeferredSetup({child});
     return true;
   } catch (...) {
     resultOfException("set-up of a non-blocking split child (tried again at its next poll)");
@@ -73,10 +74,10 @@ std::vector<WatchedChild> takePendingChildren(ncclComm_t parent) {
 
 uint64_t pendingChildrenEpoch() { return gEpoch.load(std::memory_order_acquire); }
 
-void watchPendingChild(ncclComm_t parent, ncclComm_t* newcomm, bool inOpenGroup) {
+void watchPendingChild(ncclComm_t parent, ncclComm_t* newcomm, bool inOpenGroup, OnChildWritten onWritten) {
   std::lock_guard<std::mutex> lock(gChildrenMutex);
   const uint64_t epoch = gEpoch.fetch_add(1, std::memory_order_acq_rel) + 1;
-  pendingChildren()[parent].push_back(WatchedChild{newcomm, inOpenGroup ? kInOpenGroup : epoch});
+  pendingChildren()[parent].push_back(WatchedChild{newcomm, inOpenGroup ? kInOpenGroup : epoch, onWritten});
 }
 
 void stampGroupedChildren(const std::vector<ncclComm_t*>& slots) {

@@ -13,6 +13,13 @@ namespace nccl_lamport {
 
 struct LamportComm;
 
+/** What a watched child gets once NCCL has written its handle. */
+enum class OnChildWritten {
+  kSetUp,     // the deferred set-up (plugin/comm/deferred_setup.h), after its CTA cap note moves
+  kNoteOnly,  // tuner activation (set up inside the tuner's init): only the CTA cap note under
+              // its slot moves to the handle, for the binding at its first call
+};
+
 /**
  * A non-blocking ncclCommSplit/ncclCommShrink of parent returned ncclInProgress with *newcomm
  * still null: NCCL writes the child's handle when its job on the parent ends. Remembers where.
@@ -21,7 +28,8 @@ struct LamportComm;
  * inOpenGroup: the split was made inside ncclGroupStart/End, where NCCL leaves the parent ready
  * until the group ends: no poll may take the parent for done before stampGroupedChildren.
  */
-void watchPendingChild(ncclComm_t parent, ncclComm_t* newcomm, bool inOpenGroup);
+void watchPendingChild(ncclComm_t parent, ncclComm_t* newcomm, bool inOpenGroup,
+                       OnChildWritten onWritten = OnChildWritten::kSetUp);
 
 /** At the outermost ncclGroupEnd of the thread that watched them in its open group: from now on
  *  a poll that finds their parent done may drop those of `slots` still null. */
@@ -31,8 +39,8 @@ void stampGroupedChildren(const std::vector<ncclComm_t*>& slots);
  *  and pass it to collectPendingChildren. */
 uint64_t pendingChildrenEpoch();
 
-/** After ncclCommGetAsyncError(parent): starts the deferred set-up of every watched child NCCL
- *  has written by now (one whose set-up cannot start, for want of host memory, stays watched
+/** After ncclCommGetAsyncError(parent): starts the deferred set-up (or, kNoteOnly, moves the
+ *  CTA cap note) of every watched child NCCL has written by now (one whose set-up cannot start, for want of host memory, stays watched
  *  for the next poll, with a WARN); once parentDone (NCCL no longer reported the parent in progress), forgets
  *  the rest that were watched before the poll (epochBeforePoll: pendingChildrenEpoch() read
  *  before asking NCCL): the split failed, or NCCL_SPLIT_NOCOLOR. A split watched since, by

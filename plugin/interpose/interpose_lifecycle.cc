@@ -133,16 +133,18 @@ void onChildCreated(ncclResult_t result, ncclComm_t parent, ncclComm_t* newcomm,
   // NCCL 2.28 returns ncclSuccess or ncclInProgress here and writes the child later, from its own
   // thread: read it atomically (ThreadSanitizer saw the plain read race with that write).
   const ncclComm_t child = __atomic_load_n(newcomm, __ATOMIC_ACQUIRE);
-  // Tuner activation: the child was set up inside the tuner's init; no pending-child watch. Its
-  // cap is noted for the binding where NCCL has written the handle already.
-  if (tunerHooksInstalled()) {
-    if (child != nullptr && (result == ncclSuccess || result == ncclInProgress)) noteCtaCap(child, ctaCap);
+  if (result == ncclInProgress) blocking = false;  // NCCL's answer wins, as in onCommsCreated
+  // Tuner activation: the child was set up inside the tuner's init. Only its cap is noted, for
+  // the binding at its first call: under the handle, or under the slot until NCCL writes it.
+  const bool tunerActivation = tunerHooksInstalled();
+  if (tunerActivation && child != nullptr) {
+    if (result == ncclSuccess || result == ncclInProgress) noteCtaCap(child, ctaCap);
     return;
   }
-  if (result == ncclInProgress) blocking = false;  // NCCL's answer wins, as in onCommsCreated
   if (!blocking && (result == ncclSuccess || result == ncclInProgress) && child == nullptr) {
     noteCtaCap(newcomm, ctaCap);
-    watchPendingChild(parent, newcomm, /*inOpenGroup=*/tGroupDepth > 0);
+    watchPendingChild(parent, newcomm, /*inOpenGroup=*/tGroupDepth > 0,
+                      tunerActivation ? OnChildWritten::kNoteOnly : OnChildWritten::kSetUp);
     if (tGroupDepth > 0) tWatchedSlotsInGroup.push_back(newcomm);
     return;
   }
@@ -151,6 +153,7 @@ void onChildCreated(ncclResult_t result, ncclComm_t parent, ncclComm_t* newcomm,
     tChildSlotsInGroup.push_back(newcomm);  // set up with the group's other communicators
     return;
   }
+  if (tunerActivation) return;
   onCommCreated(result, child, blocking, ctaCap);
 } catch (...) {
   // NCCL's answer stands. A child that could not be noted for its set-up (host memory) stays on
