@@ -234,22 +234,6 @@ TEST(CommKinds, InitRankScalable) {
 
 // ---------------------------------------------------------------- CTA caps
 
-/** comm must be accelerated with a crossover of `expected` bytes, and its reason must name a cap of
- *  maxCtas blocks per launch (0: none). */
-void checkCtaCap(Harness& h, ncclComm_t comm, size_t expected, int maxCtas, const char* what) {
-  requireAccelerated(h, comm, h.slots[0].nRanks, -1, what);
-  const ncclLamportCommInfo_t info = commInfo(comm);
-  h.failures->addCheck();
-  if (info.oneShotMaxBytes != expected) {
-    failf(h, "%s: crossover %zu bytes, expected %zu (%s)", what, info.oneShotMaxBytes, expected, info.reason);
-  }
-  const std::string reason = info.reason;
-  const bool named = reason.find("at most " + std::to_string(maxCtas) + " blocks per launch") != std::string::npos;
-  const bool any = reason.find("blocks per launch") != std::string::npos;
-  h.failures->addCheck();
-  if (maxCtas > 0 ? !named : any) failf(h, "%s: expected a cap of %d blocks per launch, reason: %s", what, maxCtas, info.reason);
-}
-
 /** Checked calls on comm at 1 element, at its crossover (the longest grid-strided loop a capped
  *  grid runs) and one element past it (NCCL); the counters must follow the harness's paths. */
 void runAroundCrossover(Harness& h, ncclComm_t comm, size_t crossoverBytes, uint64_t seed, const char* what) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tests/gpu/comm_kinds_support.h"
+#include "tuner/routing.h"
 
 namespace nccl_lamport {
 namespace gputest {
@@ -79,6 +80,48 @@ TEST(CommKinds, NonBlockingInitSplitAndCalls) {
     }
     destroyTimed(h, &child, true, "ncclCommDestroy(non-blocking split)");
     destroyTimed(h, &nb, true, "ncclCommDestroy(non-blocking comm)");
+  });
+}
+
+/**
+ * A split whose config sets maxCTAs, where NCCL writes the child only later: a non-blocking split
+ * (at the end of NCCL's job on the parent) and a blocking split inside a group (at the group's
+ * end). The cap must reach the child all the same; under tuner activation it waits under the
+ * child's variable until the handle is written (plugin/comm/pending_children.h, kNoteOnly), and
+ * bounds the grid only (the crossover was agreed inside NCCL's init).
+ */
+TEST(CommKinds, LateWrittenSplitChildrenKeepTheirConfigsMaxCtas) {
+  LAMPORT_RUN_FORKED(ranks(2, 300), [](Harness& h, RankContext&) {
+    const int rank = h.slots[0].rank;
+    const size_t capped = tunerActivation() ? kTestOneShotMaxBytes : cappedOneShotMaxBytes(3);
+    ncclComm_t nb = startNonBlockingInit(h);
+    if (nb == nullptr) return;
+    if (!waitCommReady(h, nb, kReadySeconds, "non-blocking init")) return abortQuietly(&nb);
+    ncclConfig_t nbConfig = NCCL_CONFIG_INITIALIZER;
+    nbConfig.blocking = 0;
+    nbConfig.maxCTAs = 3;
+    ncclComm_t child = nullptr;
+    const ncclResult_t rc = ncclCommSplit(nb, 0, rank, &child, &nbConfig);
+    if (!accepted(rc)) {
+      failf(h, "non-blocking ncclCommSplit with maxCTAs 3 returned %d (%s)", rc, ncclGetErrorString(rc));
+    } else if (waitNonBlockingChild(h, nb, &child, "non-blocking split with maxCTAs 3")) {
+      checkCtaCap(h, child, capped, 3, "non-blocking split with maxCTAs 3");
+    }
+    destroyTimed(h, &child, true, "ncclCommDestroy(non-blocking split with maxCTAs 3)");
+    destroyTimed(h, &nb, true, "ncclCommDestroy(non-blocking comm)");
+
+    ncclConfig_t groupedConfig = NCCL_CONFIG_INITIALIZER;
+    groupedConfig.maxCTAs = 3;
+    ncclComm_t grouped = nullptr;
+    DestroyAtExit destroyGrouped{&grouped};
+    const ncclResult_t started = ncclGroupStart();
+    const ncclResult_t split = ncclCommSplit(h.slots[0].comm, 0, rank, &grouped, &groupedConfig);
+    const ncclResult_t ended = ncclGroupEnd();
+    if (started != ncclSuccess || split != ncclSuccess || ended != ncclSuccess || grouped == nullptr) {
+      return failf(h, "grouped ncclCommSplit with maxCTAs 3: start %d, split %d, end %d, child %p", started, split,
+                   ended, static_cast<void*>(grouped));
+    }
+    checkCtaCap(h, grouped, capped, 3, "grouped split with maxCTAs 3");
   });
 }
 
