@@ -347,6 +347,9 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) try {
   // Null: NCCL's no-op. Nothing of ours is kept under it, and the pending-children cleanup below
   // would take every split child NCCL has not written yet (their slots still hold null).
   if (!interposerEnabled() || comm == nullptr) return real(comm);
+  // An uncollected split child: its set-up starts now, to be ended below like any other (NCCL's
+  // own readiness check inside the destroy would otherwise start it on the freed handle).
+  (void)findOrAdoptChild(comm);
   // NCCL refuses to destroy a communicator it still has in progress (ncclInvalidArgument: its
   // init, a split job, a non-blocking operation not yet completed): then nothing of ours changes
   // either. Once our set-up is done (it is not cancelled but finishes: one grouped exchange for

@@ -263,6 +263,22 @@ static void abortUncollectedChild(void) {
   CHECK(ncclCommDestroy(parent) == ncclSuccess, "destroy of the parent failed");
 }
 
+/* The uncollected child destroyed (NCCL's own readiness check inside the destroy polls it): no
+ * set-up may start for it then or at a later poll of its parent (checkNothingWrong sees any NCCL
+ * call on the destroyed communicator). */
+static ncclComm_t gDestroyedChild; /* written by the fake's thread */
+static void destroyUncollectedChild(void) {
+  ncclComm_t parent;
+  ncclComm_t child = uncollectedChild(&parent, &gDestroyedChild);
+  if (child == NULL) return;
+  CHECK(ncclCommDestroy(child) == ncclSuccess, "destroy of the uncollected child failed");
+  ncclResult_t state = ncclInProgress;
+  CHECK(ncclCommGetAsyncError(parent, &state) == ncclSuccess && state == ncclSuccess, "parent state %d", state);
+  usleep(100 * 1000); /* a set-up wrongly started for the destroyed child would call NCCL by now */
+  CHECK(infoOf(child).known == 0, "the destroyed child has an entry");
+  CHECK(ncclCommDestroy(parent) == ncclSuccess, "destroy of the parent failed");
+}
+
 /* The uncollected child finalized: its set-up must run first, as for any communicator with a
  * set-up pending (before, it started later, from NCCL's own readiness check inside the finalize,
  * and our set-up thread called NCCL on the finalized communicator: checkNothingWrong counts such
@@ -551,6 +567,7 @@ int main(int argc, char** argv) {
       {"abort-then-split-child-reuses-handle", abortThenSplitChildReusesHandle},
       {"abort-uncollected-child", abortUncollectedChild},
       {"finalize-uncollected-child", finalizeUncollectedChild},
+      {"destroy-uncollected-child", destroyUncollectedChild},
       {"throw-in-blocking-setup", throwInBlockingSetup},
       {"throw-in-deferred-setup", throwInDeferredSetup},
       {"call-races-exchange-start", callRacesExchangeStart},

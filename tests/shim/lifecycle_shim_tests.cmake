@@ -26,7 +26,7 @@ set(_preload "LD_PRELOAD=${PROJECT_BINARY_DIR}/lib/libnccl-lamport.so;NCCL_DEBUG
 foreach(_case ready-then-destroy destroy-in-progress allreduce-in-progress abort-while-call-waits abort-one-of-batch
               split-child-modes abort-then-handle-reused abort-then-handle-reused-keeps-setup
               destroy-races-ready-then-handle-reused abort-uncollected-child initall-reads-comms-only-when-created
-              finalize-uncollected-child abort-then-split-child-reuses-handle)
+              finalize-uncollected-child abort-then-split-child-reuses-handle destroy-uncollected-child)
   add_test(NAME shim_lifecycle.${_case} COMMAND shim_lifecycle_scenarios ${_case})
   set_tests_properties(shim_lifecycle.${_case} PROPERTIES LABELS cpu TIMEOUT 60 ENVIRONMENT "${_preload}")
 endforeach()
@@ -43,7 +43,8 @@ set_tests_properties(shim_lifecycle.abort-then-handle-reused-keeps-setup PROPERT
   ENVIRONMENT "${_preload};FAKE_ABORT_REUSES_HANDLE=1;FAKE_READY_MS=500")
 set_tests_properties(shim_lifecycle.abort-then-split-child-reuses-handle PROPERTIES
   ENVIRONMENT "${_preload};FAKE_ABORT_REUSES_HANDLE=split;FAKE_SPLIT_WRITES_CHILD_MS=20")
-set_tests_properties(shim_lifecycle.abort-uncollected-child shim_lifecycle.finalize-uncollected-child PROPERTIES
+set_tests_properties(shim_lifecycle.abort-uncollected-child shim_lifecycle.finalize-uncollected-child
+                     shim_lifecycle.destroy-uncollected-child PROPERTIES
   ENVIRONMENT "${_preload};FAKE_SPLIT_WRITES_CHILD_MS=50")
 set_tests_properties(shim_lifecycle.destroy-races-ready-then-handle-reused PROPERTIES
   ENVIRONMENT "${_preload};FAKE_DESTROY_RACES_READY=1;FAKE_DESTROY_REUSES_HANDLE=1")
