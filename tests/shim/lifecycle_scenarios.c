@@ -248,36 +248,24 @@ static ncclComm_t uncollectedChild(ncclComm_t* parent, ncclComm_t* slot) {
   return child;
 }
 
-/* The uncollected child aborted: a later poll of the parent must not set up the freed child
- * (checkNothingWrong then sees no call on an aborted communicator). */
+/* The uncollected child aborted, or destroyed (NCCL's own readiness check inside the destroy polls
+ * it): no set-up may start for it then or at a later poll of its parent (checkNothingWrong sees
+ * any NCCL call on the freed communicator; before the fix, the destroyed child's set-up made 7). */
 static ncclComm_t gLateChild; /* written by the fake's thread */
-static void abortUncollectedChild(void) {
+static void tearDownUncollectedChild(ncclResult_t (*tearDown)(ncclComm_t), const char* how) {
   ncclComm_t parent;
   ncclComm_t child = uncollectedChild(&parent, &gLateChild);
   if (child == NULL) return;
-  CHECK(ncclCommAbort(child) == ncclSuccess, "abort of the child failed");
+  CHECK(tearDown(child) == ncclSuccess, "%s of the uncollected child failed", how);
   ncclResult_t state = ncclInProgress;
   CHECK(ncclCommGetAsyncError(parent, &state) == ncclSuccess && state == ncclSuccess, "parent state %d", state);
-  usleep(100 * 1000); /* a set-up wrongly started for the aborted child would call NCCL by now */
-  CHECK(infoOf(child).known == 0, "the aborted child was registered after the parent's poll");
+  usleep(100 * 1000); /* a set-up wrongly started for the freed child would call NCCL by now */
+  CHECK(infoOf(child).known == 0, "the child has an entry after its %s", how);
   CHECK(ncclCommDestroy(parent) == ncclSuccess, "destroy of the parent failed");
 }
 
-/* The uncollected child destroyed (NCCL's own readiness check inside the destroy polls it): no
- * set-up may start for it then or at a later poll of its parent (checkNothingWrong sees any NCCL
- * call on the destroyed communicator). */
-static ncclComm_t gDestroyedChild; /* written by the fake's thread */
-static void destroyUncollectedChild(void) {
-  ncclComm_t parent;
-  ncclComm_t child = uncollectedChild(&parent, &gDestroyedChild);
-  if (child == NULL) return;
-  CHECK(ncclCommDestroy(child) == ncclSuccess, "destroy of the uncollected child failed");
-  ncclResult_t state = ncclInProgress;
-  CHECK(ncclCommGetAsyncError(parent, &state) == ncclSuccess && state == ncclSuccess, "parent state %d", state);
-  usleep(100 * 1000); /* a set-up wrongly started for the destroyed child would call NCCL by now */
-  CHECK(infoOf(child).known == 0, "the destroyed child has an entry");
-  CHECK(ncclCommDestroy(parent) == ncclSuccess, "destroy of the parent failed");
-}
+static void abortUncollectedChild(void) { tearDownUncollectedChild(ncclCommAbort, "abort"); }
+static void destroyUncollectedChild(void) { tearDownUncollectedChild(ncclCommDestroy, "destroy"); }
 
 /* The uncollected child finalized: its set-up must run first, as for any communicator with a
  * set-up pending (before, it started later, from NCCL's own readiness check inside the finalize,
