@@ -211,7 +211,7 @@ void cancelLocked(DeferredBatch& batch, ncclComm_t comm, CancelReason why) {
 
 }  // namespace
 
-PendingCall waitForDeferredSetup(ncclComm_t comm, const std::function<ncclResult_t()>& callNccl, ncclResult_t* result,
+PendingCall waitForDeferredSetup(ncclComm_t comm, absl::FunctionRef<ncclResult_t()> callNccl, ncclResult_t* result,
                                  bool destroysComm) {
   const std::shared_ptr<DeferredBatch> batch = findBatch(comm);
   if (batch == nullptr) return PendingCall::kProceed;

@@ -14,8 +14,9 @@
 
 #include <nccl.h>
 
+#include <absl/functional/function_ref.h>
+
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <vector>
 
@@ -51,7 +52,7 @@ enum class PendingCall {
  *    round 2) answers the call ncclInvalidArgument, as NCCL answers a communicator in progress,
  *    with a WARN (kAnswered, NCCL not called); the program is to abort the communicator.
  */
-PendingCall waitForDeferredSetup(ncclComm_t comm, const std::function<ncclResult_t()>& callNccl, ncclResult_t* result,
+PendingCall waitForDeferredSetup(ncclComm_t comm, absl::FunctionRef<ncclResult_t()> callNccl, ncclResult_t* result,
                                  bool destroysComm = false);
 
 /** Why a deferred set-up is stopped. */

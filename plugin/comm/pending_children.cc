@@ -17,14 +17,8 @@ namespace nccl_lamport {
 
 namespace {
 
-/** Where NCCL will write one child's handle, and when it began to be watched. */
-struct WatchedChild {
-  ncclComm_t* slot;
-  uint64_t epoch;  // pendingChildrenEpoch() right after it was added (or stamped); kInOpenGroup
-  OnChildWritten onWritten;
-};
-
-/** The epoch of a child watched in a group that has not ended: above every poll's. */
+/** WatchedChild::epoch of a child watched in a group that has not ended: above every poll's.
+ *  Children whose parent is gone are watched under a null parent until their first call. */
 constexpr uint64_t kInOpenGroup = UINT64_MAX;
 
 std::mutex gChildrenMutex;
@@ -61,15 +55,6 @@ bool startSetUpLocked(const WatchedChild& watched, ncclComm_t child) noexcept {
   }
 }
 
-std::vector<WatchedChild> takePendingChildren(ncclComm_t parent) {
-  std::lock_guard<std::mutex> lock(gChildrenMutex);
-  auto it = pendingChildren().find(parent);
-  if (it == pendingChildren().end()) return {};
-  std::vector<WatchedChild> watched = std::move(it->second);
-  pendingChildren().erase(it);
-  return watched;
-}
-
 }  // namespace
 
 uint64_t pendingChildrenEpoch() { return gEpoch.load(std::memory_order_acquire); }
@@ -92,6 +77,7 @@ void stampGroupedChildren(const std::vector<ncclComm_t*>& slots) {
 }
 
 void collectPendingChildren(ncclComm_t parent, bool parentDone, uint64_t epochBeforePoll) {
+  if (parent == nullptr) return;  // the key of children whose parent is gone
   std::lock_guard<std::mutex> lock(gChildrenMutex);
   auto it = pendingChildren().find(parent);
   if (it == pendingChildren().end()) return;
@@ -138,21 +124,56 @@ std::shared_ptr<LamportComm> findOrAdoptChild(ncclComm_t comm) {
   std::shared_ptr<LamportComm> lc = ownEntry(comm);
   if (lc != nullptr) return lc;
   adoptPendingChild(comm);
-  return CommRegistry::instance().find(comm);  // also one another thread's poll just collected
+  return ownEntry(comm);  // also one another thread's poll just collected; never a leftover
 }
 
-void forgetPendingChildren(ncclComm_t comm) {
-  for (const WatchedChild& watched : takePendingChildren(comm)) takeCtaCap(watched.slot);
-  // comm may itself be a child NCCL has written but nothing has collected yet: once it is
-  // destroyed or aborted its slot holds a freed handle, which a later poll of the parent must
-  // not set up (nor take for a new communicator at that address).
+DetachedChildren detachPendingChildren(ncclComm_t comm) {
+  DetachedChildren detached;
   std::lock_guard<std::mutex> lock(gChildrenMutex);
+  auto own = pendingChildren().find(comm);
+  if (own != pendingChildren().end()) {
+    detached.children = std::move(own->second);
+    pendingChildren().erase(own);
+  }
   for (auto it = pendingChildren().begin(); it != pendingChildren().end();) {
     std::vector<WatchedChild>& watched = it->second;
-    watched.erase(std::remove_if(watched.begin(), watched.end(),
-                                 [comm](const WatchedChild& w) { return writtenChild(w) == comm; }),
-                  watched.end());
+    for (size_t i = 0; i < watched.size();) {
+      if (writtenChild(watched[i]) != comm) {
+        ++i;
+        continue;
+      }
+      detached.asChild.emplace_back(it->first, watched[i]);
+      watched.erase(watched.begin() + static_cast<std::ptrdiff_t>(i));
+    }
     it = watched.empty() ? pendingChildren().erase(it) : std::next(it);
+  }
+  return detached;
+}
+
+void reattachPendingChildren(ncclComm_t comm, DetachedChildren detached) noexcept {
+  try {
+    std::lock_guard<std::mutex> lock(gChildrenMutex);
+    for (const WatchedChild& w : detached.children) pendingChildren()[comm].push_back(w);
+    for (const auto& [parent, w] : detached.asChild) pendingChildren()[parent].push_back(w);
+  } catch (...) {
+    resultOfException("putting back the split children of a communicator NCCL did not destroy (they stay on NCCL)");
+  }
+}
+
+void settleDetachedChildren(DetachedChildren detached) noexcept {
+  for (const auto& entry : detached.asChild) takeCtaCap(entry.second.slot);
+  std::lock_guard<std::mutex> lock(gChildrenMutex);
+  for (const WatchedChild& w : detached.children) {
+    const ncclComm_t child = writtenChild(w);
+    if (child == nullptr) {
+      takeCtaCap(w.slot);  // the parent's job is over: NCCL writes nothing there any more
+    } else if (!startSetUpLocked(w, child)) {
+      try {
+        pendingChildren()[nullptr].push_back(w);  // adopted at its first call
+      } catch (...) {
+        resultOfException("keeping a split child whose parent is gone (it stays on NCCL)");
+      }
+    }
   }
 }
 

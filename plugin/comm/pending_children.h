@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace nccl_lamport {
@@ -54,14 +55,38 @@ void collectPendingChildren(ncclComm_t parent, bool parentDone, uint64_t epochBe
 bool adoptPendingChild(ncclComm_t comm);
 
 /** comm's registry entry; for a comm unknown to the registry that is a watched child NCCL has
- *  written (or one another thread is collecting), its set-up is started first, also where the
- *  entry under that address is a leftover of a communicator whose handle NCCL is freeing
- *  (LamportComm::handleFreeing; that entry is returned where comm is no newcomer). Null for null
- *  or for a comm that is neither. */
+ *  written (or one another thread is collecting), its set-up is started first. An entry whose
+ *  handle NCCL is freeing (LamportComm::handleFreeing) counts as none: a call on that address
+ *  then belongs to a newcomer (or, a program's error, to the communicator being torn down) and
+ *  goes to NCCL or to its own set-up. Null for null or for a comm that is neither. */
 std::shared_ptr<LamportComm> findOrAdoptChild(ncclComm_t comm);
 
-/** Drops comm's watched children, and comm itself where it is a watched child nothing has
- *  collected yet (ncclCommDestroy / ncclCommAbort of comm, before NCCL frees the handle). */
-void forgetPendingChildren(ncclComm_t comm);
+/** Where NCCL will write one child's handle, and when it began to be watched. */
+struct WatchedChild {
+  ncclComm_t* slot;
+  uint64_t epoch;  // pendingChildrenEpoch() right after it was added (or stamped); see the .cc
+  OnChildWritten onWritten;
+};
+
+/** What a communicator's tear-down took out of the watch (detachPendingChildren). */
+struct DetachedChildren {
+  std::vector<WatchedChild> children;                           // watched under comm as parent
+  std::vector<std::pair<ncclComm_t, WatchedChild>> asChild;    // comm itself, under its parent
+};
+
+/**
+ * Right before NCCL may free comm's handle (ncclCommDestroy, ncclCommAbort): takes out comm's
+ * watched children and comm itself where it is a watched child nothing has collected, so that
+ * nothing is looked up by that address once another communicator may have it.
+ */
+DetachedChildren detachPendingChildren(ncclComm_t comm);
+
+/** NCCL refused the tear-down (comm lives on): puts back what detachPendingChildren took. */
+void reattachPendingChildren(ncclComm_t comm, DetachedChildren detached) noexcept;
+
+/** After NCCL freed comm: a child NCCL has written gets its set-up now (or, where it cannot
+ *  start, stays watched for its own first call); a slot still null, and comm's own watch, go with
+ *  their CTA cap notes. */
+void settleDetachedChildren(DetachedChildren detached) noexcept;
 
 }  // namespace nccl_lamport

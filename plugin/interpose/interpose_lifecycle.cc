@@ -109,13 +109,19 @@ void onCommsCreated(ncclResult_t result, const std::vector<ncclComm_t>& comms, b
   resultOfException("workspace set-up after init");  // the communicators stay on NCCL
 }
 
-/** onCommsCreated for the one communicator of an init, split or shrink. */
-void onCommCreated(ncclResult_t result, ncclComm_t comm, bool blocking, int ctaCap) noexcept {
+/** onCommsCreated for the n communicators NCCL wrote at comms (ncclCommInitAll's; one for an
+ *  init, split or shrink). */
+void onCommArrayCreated(ncclResult_t result, const ncclComm_t* comms, int n, bool blocking, int ctaCap) noexcept {
   try {
-    onCommsCreated(result, std::vector<ncclComm_t>{comm}, blocking, ctaCap);
+    onCommsCreated(result, std::vector<ncclComm_t>(comms, comms + n), blocking, ctaCap);
   } catch (...) {  // the vector's allocation
     resultOfException("workspace set-up after init");
   }
+}
+
+/** onCommsCreated for the one communicator of an init, split or shrink. */
+void onCommCreated(ncclResult_t result, ncclComm_t comm, bool blocking, int ctaCap) noexcept {
+  onCommArrayCreated(result, &comm, 1, blocking, ctaCap);
 }
 
 /** Split and shrink: a non-blocking child's handle appears only once NCCL's job on the parent
@@ -143,6 +149,8 @@ void onChildCreated(ncclResult_t result, ncclComm_t parent, ncclComm_t* newcomm,
   }
   if (!blocking && (result == ncclSuccess || result == ncclInProgress) && child == nullptr) {
     noteCtaCap(newcomm, ctaCap);
+    // Room first: a watch left "in an open group" for ever would read the slot at every poll.
+    if (tGroupDepth > 0) tWatchedSlotsInGroup.reserve(tWatchedSlotsInGroup.size() + 1);
     watchPendingChild(parent, newcomm, /*inOpenGroup=*/tGroupDepth > 0,
                       tunerActivation ? OnChildWritten::kNoteOnly : OnChildWritten::kSetUp);
     if (tGroupDepth > 0) tWatchedSlotsInGroup.push_back(newcomm);
@@ -177,12 +185,18 @@ void markHandleFreeing(const HeldComm& held, bool on) {
 }
 
 /** After NCCL freed comm's handle: takes out what `held` holds where no communicator created
- *  meanwhile at that address replaced it, waits (bounded) for its set-up, releases its workspace. */
-void releaseHeldComm(ncclComm_t comm, HeldComm held, bool aborting) {
-  forgetDeferredSetupIfSame(comm, held.setup);
-  CommRegistry::instance().removeIfSame(comm, held.entry);
-  joinDetachedSetup(held.setup, comm, kAbortWaitMs);
-  releaseCommEntry(std::move(held.entry), aborting);
+ *  meanwhile at that address replaced it, waits (bounded) for its set-up, releases its workspace.
+ *  Never throws: NCCL has destroyed the communicator, and a program told otherwise might destroy
+ *  it again. */
+void releaseHeldComm(ncclComm_t comm, HeldComm held, bool aborting) noexcept {
+  try {
+    forgetDeferredSetupIfSame(comm, held.setup);
+    CommRegistry::instance().removeIfSame(comm, held.entry);
+    joinDetachedSetup(held.setup, comm, kAbortWaitMs);
+    releaseCommEntry(std::move(held.entry), aborting);
+  } catch (...) {
+    resultOfException("releasing a destroyed communicator's workspace");
+  }
 }
 
 }  // namespace
@@ -261,7 +275,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, co
   // comms is read only where NCCL created the communicators: after a refusal (a bad ndev or
   // devlist) it may be shorter than ndev. No config: NCCL_MAX_CTAS alone caps the blocks.
   if ((result == ncclSuccess || result == ncclInProgress) && comms != nullptr && ndev > 0) {
-    onCommsCreated(result, std::vector<ncclComm_t>(comms, comms + ndev), isBlocking(nullptr, true), 0);
+    onCommArrayCreated(result, comms, ndev, isBlocking(nullptr, true), 0);
   } else {
     logFileCheckpoint();
   }
@@ -360,8 +374,14 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) try {
   HeldComm held = holdComm(comm);
   const auto destroyInWait = [&] {
     markHandleFreeing(held, true);
+    DetachedChildren detached = detachPendingChildren(comm);
     const ncclResult_t destroyed = real(comm);
-    if (destroyed == ncclInvalidArgument) markHandleFreeing(held, false);  // refused: see below
+    if (destroyed == ncclInvalidArgument) {  // refused: see below
+      markHandleFreeing(held, false);
+      reattachPendingChildren(comm, std::move(detached));
+    } else {
+      settleDetachedChildren(std::move(detached));
+    }
     return destroyed;
   };
   const bool answered =
@@ -379,16 +399,18 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) try {
   // the handle is its own: a newcomer at that address notes its own.
   const int ctaCapNote = takeCtaCap(comm);
   markHandleFreeing(held, true);
+  DetachedChildren detached = detachPendingChildren(comm);
   result = real(comm);
   // ncclInvalidArgument is NCCL's refusal (ncclCommEnsureReady): it keeps the communicator, and
   // with it our entry and its pending split children. After any other answer the handle may be
-  // freed: what was held under it is released, never looked up by handle again.
+  // freed: what was held or watched under it is settled, never looked up by handle again.
   if (result == ncclInvalidArgument) {
     markHandleFreeing(held, false);
+    reattachPendingChildren(comm, std::move(detached));
     if (ctaCapNote > 0) noteCtaCap(comm, ctaCapNote);
     return result;
   }
-  forgetPendingChildren(comm);
+  settleDetachedChildren(std::move(detached));
   releaseHeldComm(comm, std::move(held), /*aborting=*/false);
   return result;
 } catch (...) {
@@ -399,8 +421,8 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) try {
   REAL_OR_FAIL(ncclCommAbort);
   if (!interposerEnabled() || comm == nullptr) return real(comm);  // null: as in ncclCommDestroy
   // Stop our set-up thread and our waiting kernels first, so nothing of ours holds the device or
-  // the communicator while NCCL aborts.
-  forgetPendingChildren(comm);
+  // the communicator while NCCL aborts. Its split children NCCL has written live on.
+  DetachedChildren detached = detachPendingChildren(comm);
   cancelDeferredSetup(comm, CancelReason::kCommGoingAway);
   requestAbort(comm);
   // NCCL frees the handle, and another thread may be handed the same address for a new
@@ -411,6 +433,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) try {
   takeCtaCap(comm);  // as in ncclCommDestroy
   markHandleFreeing(held, true);
   ncclResult_t result = real(comm);
+  settleDetachedChildren(std::move(detached));
   releaseHeldComm(comm, std::move(held), /*aborting=*/true);
   return result;
 } catch (...) {
@@ -481,20 +504,22 @@ static void endGroup(ncclResult_t result, bool runSetup) noexcept try {
   runSetup = runSetup && !tunerHooksInstalled();  // as onCommCreated
   if (tGroupDepth > 0) --tGroupDepth;
   if (tGroupDepth > 0) return;
-  std::vector<ncclComm_t> nonBlocking;
+  // Everything this group queued is taken off the thread first (swaps, which cannot throw): a
+  // failure below must not leave it for the thread's next, unrelated group.
+  std::vector<ncclComm_t> nonBlocking, created;
   nonBlocking.swap(tNonBlockingCreatedInGroup);
-  std::vector<ncclComm_t*> watchedSlots;
+  created.swap(tCommsCreatedInGroup);
+  std::vector<ncclComm_t*> watchedSlots, childSlots;
   watchedSlots.swap(tWatchedSlotsInGroup);
-  stampGroupedChildren(watchedSlots);  // NCCL has launched the group's splits: polls may judge now
-  std::vector<ncclComm_t*> childSlots;
   childSlots.swap(tChildSlotsInGroup);
+  stampGroupedChildren(watchedSlots);  // NCCL has launched the group's splits: polls may judge now
   for (ncclComm_t* slot : childSlots) {
     // Written by NCCL inside the ncclGroupEnd that just returned; still null for
     // NCCL_SPLIT_NOCOLOR or a split that failed.
     const ncclComm_t child = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
     if (child != nullptr) {
       moveCtaCap(slot, child);
-      tCommsCreatedInGroup.push_back(child);
+      created.push_back(child);
     } else {
       takeCtaCap(slot);  // no child on this rank: the note goes
     }
@@ -507,10 +532,7 @@ static void endGroup(ncclResult_t result, bool runSetup) noexcept try {
       for (ncclComm_t c : nonBlocking) registerIneligible(c, "the group that created it failed", true);
     }
   }
-  if (tCommsCreatedInGroup.empty()) return;
-  std::vector<ncclComm_t> created;
-  created.swap(tCommsCreatedInGroup);
-  if (!runSetup || !interposerEnabled()) return;
+  if (created.empty() || !runSetup || !interposerEnabled()) return;
   if (result == ncclSuccess) {
     setupWorkspaces(created);
   } else {

@@ -4,6 +4,7 @@
 #include <link.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -205,13 +206,16 @@ RealLibrary findRealLibrary(bool* sawSelf) {
 }
 
 void* lookUp(const RealLibrary& lib, const char* name) {
-  const std::string profName = std::string("p") + name;
   if (lib.source == Source::kNone) return nullptr;
+  // "p" + name on the stack: a wrapper resolves its NCCL function before it calls it, and an
+  // allocation that failed there would keep the call from NCCL (NCCL's names are far shorter).
+  char profName[128];
+  if (snprintf(profName, sizeof(profName), "p%s", name) >= static_cast<int>(sizeof(profName))) profName[0] = '\0';
   // By handle (in the global scope too: the handle of the library holding pncclAllReduce), the
   // library's own definition comes first in its scope, so the plain name is safe (NCCL < 2.16.2
   // has nothing else; 2.28 has a few exports without an alias, ncclResetDebugInitInternal); the
   // check only guards against a handle that is us.
-  void* fn = dlsym(lib.handle, profName.c_str());
+  void* fn = profName[0] != '\0' ? dlsym(lib.handle, profName) : nullptr;
   if (fn == nullptr) fn = dlsym(lib.handle, name);
   return isOwnAddress(fn) ? nullptr : fn;
 }

@@ -237,6 +237,36 @@ static void watchdogPollInAGroupKeepsItsSplit(void) {
   expectChildSetUpThenDestroyBoth(&child);
 }
 
+/* A communicator torn down while another thread splits: NCCL writes that split's child at the
+ * address the tear-down has just freed, and nothing polls before our wrapper returns
+ * (FAKE_DESTROY_REUSES_HANDLE / FAKE_ABORT_REUSES_HANDLE=split-unpolled). The child is a newcomer
+ * with a watch of its own, which the tear-down's clean-up of the old handle must not drop (the
+ * destroy dropped it: its clean-up ran after NCCL's, by address). */
+static void tearDownThenUnpolledSplitChildAtTheHandle(int destroy) {
+  ncclComm_t parent = initNonBlocking();
+  CHECK(pollReady(parent) == ncclSuccess, "parent never ready");
+  atomic_store(&fakeSplitParentDuringAbort, parent);
+  ncclComm_t comm = initNonBlocking();
+  CHECK(pollReady(comm) == ncclSuccess, "never ready");
+  usleep(50 * 1000); /* its set-up has finished */
+  CHECK((destroy ? ncclCommDestroy(comm) : ncclCommAbort(comm)) == ncclSuccess, "tear-down failed");
+  ncclComm_t child = (ncclComm_t)atomic_load(&fakeCounters.reusedComm);
+  CHECK(child == comm, "the split child did not get the freed handle (%p, %p)", (void*)child, (void*)comm);
+  if (child == NULL) return;
+  const int exchangesBefore = atomic_load(&fakeCounters.helperGroupEnds);
+  CHECK(pollReady(parent) == ncclSuccess, "parent never ready");
+  CHECK(pollReady(child) == ncclSuccess, "child never ready");
+  usleep(50 * 1000);
+  CHECK(infoOf(child).known == 1, "the split child written at the %s communicator's address was never set up",
+        destroy ? "destroyed" : "aborted");
+  CHECK(atomic_load(&fakeCounters.helperGroupEnds) > exchangesBefore, "the child's set-up exchange never ran");
+  CHECK(ncclCommDestroy(child) == ncclSuccess, "destroy of the child failed");
+  CHECK(ncclCommDestroy(parent) == ncclSuccess, "destroy of the parent failed");
+}
+
+static void destroyThenUnpolledSplitChildAtTheHandle(void) { tearDownThenUnpolledSplitChildAtTheHandle(1); }
+static void abortThenUnpolledSplitChildAtTheHandle(void) { tearDownThenUnpolledSplitChildAtTheHandle(0); }
+
 int main(int argc, char** argv) {
   static const struct LifecycleScenario scenarios[] = {
       {"split-in-group-blocking", splitInGroupBlocking},
@@ -244,6 +274,8 @@ int main(int argc, char** argv) {
       {"threads-churn", threadsChurn},
       {"watchdog-poll-keeps-a-later-split", watchdogPollKeepsALaterSplit},
       {"watchdog-poll-in-a-group-keeps-its-split", watchdogPollInAGroupKeepsItsSplit},
+      {"destroy-then-unpolled-split-child-at-the-handle", destroyThenUnpolledSplitChildAtTheHandle},
+      {"abort-then-unpolled-split-child-at-the-handle", abortThenUnpolledSplitChildAtTheHandle},
   };
   return runLifecycleScenario(argc, argv, scenarios, sizeof(scenarios) / sizeof(scenarios[0]));
 }

@@ -214,6 +214,7 @@ FAKE_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* 
     if (devlist[i] < 0) return ncclInvalidArgument;
   }
   for (int i = 0; i < ndev; ++i) comms[i] = newComm(blockingFor(NULL, 1), i, ndev);
+  callReturnHook("ncclCommInitAll", ndev > 0 ? comms[0] : NULL);
   return ndev > 0 ? created(comms[0]) : ncclSuccess;
 }
 
@@ -332,6 +333,7 @@ FAKE_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device) {
 }
 
 static void* initDuringAbort(void* unused);
+static void* splitDuringTearDown(void* unused);
 
 FAKE_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   if (comm == NULL) return ncclSuccess; /* NCCL 2.28 src/init.cc: a null communicator is a no-op */
@@ -346,11 +348,15 @@ FAKE_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   if (ready != ncclSuccess) return ready;
   atomic_store(&comm->dead, 1); /* never freed: later calls on it are counted, not crashes */
   freeComm(comm);
+  /* FAKE_DESTROY_REUSES_HANDLE=1: a new communicator, =split-unpolled: a split's child (as for
+   * the abort), gets the address. */
   const char* reuse = getenv("FAKE_DESTROY_REUSES_HANDLE");
-  if (reuse != NULL && strcmp(reuse, "1") == 0) {
+  if (reuse != NULL && (strcmp(reuse, "1") == 0 || strcmp(reuse, "split-unpolled") == 0)) {
     atomic_store(&gRecycled, comm);
     pthread_t other;
-    if (pthread_create(&other, NULL, initDuringAbort, NULL) == 0) pthread_join(other, NULL);
+    if (pthread_create(&other, NULL, strcmp(reuse, "1") == 0 ? initDuringAbort : splitDuringTearDown, NULL) == 0) {
+      pthread_join(other, NULL);
+    }
   }
   return ncclSuccess;
 }
@@ -371,21 +377,32 @@ static void* initDuringAbort(void* unused) {
 ncclComm_t _Atomic fakeSplitParentDuringAbort;
 
 /* Another thread of the program splits fakeSplitParentDuringAbort without a config (non-blocking,
- * as the parent), NCCL writes the child late (FAKE_SPLIT_WRITES_CHILD_MS) at the address the abort
- * has just freed, and the thread polls the parent until it is ready, as NCCL asks: our poll
- * collects the child. Through the public names, so through the interposer's wrappers. */
-static void* splitDuringAbort(void* unused) {
-  (void)unused;
+ * as the parent), NCCL writes the child late (FAKE_SPLIT_WRITES_CHILD_MS) at the address the
+ * tear-down has just freed, and, where `poll`, the thread polls the parent until it is ready, as
+ * NCCL asks: our poll collects the child (else the program polls later, after the tear-down).
+ * Through the public names, so through the interposer's wrappers. */
+static void splitAtFreedAddress(int poll) {
   static ncclComm_t slot; /* NCCL writes it after the split returns: must outlive this call */
-  ncclComm_t parent = atomic_load(&fakeSplitParentDuringAbort);
-  if (parent == NULL || ncclCommSplit(parent, 0, 0, &slot, NULL) != ncclSuccess) return NULL;
+  ncclComm_t parent = atomic_exchange(&fakeSplitParentDuringAbort, NULL); /* once */
+  if (parent == NULL || ncclCommSplit(parent, 0, 0, &slot, NULL) != ncclSuccess) return;
   for (int i = 0; i < 5000 && __atomic_load_n(&slot, __ATOMIC_ACQUIRE) == NULL; ++i) usleep(1000);
   ncclResult_t state = ncclInProgress;
-  for (int i = 0; i < 5000 && state == ncclInProgress; ++i) {
-    if (ncclCommGetAsyncError(parent, &state) != ncclSuccess) return NULL;
+  for (int i = 0; poll && i < 5000 && state == ncclInProgress; ++i) {
+    if (ncclCommGetAsyncError(parent, &state) != ncclSuccess) return;
     if (state == ncclInProgress) usleep(1000);
   }
   atomic_store(&fakeCounters.reusedComm, __atomic_load_n(&slot, __ATOMIC_ACQUIRE));
+}
+
+static void* splitDuringAbort(void* unused) {
+  (void)unused;
+  splitAtFreedAddress(1);
+  return NULL;
+}
+
+static void* splitDuringTearDown(void* unused) {
+  (void)unused;
+  splitAtFreedAddress(0);
   return NULL;
 }
 
@@ -394,14 +411,17 @@ FAKE_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   noteCall("ncclCommAbort", comm);
   atomic_store(&comm->dead, 1);
   freeComm(comm);
-  /* FAKE_ABORT_REUSES_HANDLE=1: a new communicator, =split: a split's child, gets the address. */
+  /* FAKE_ABORT_REUSES_HANDLE=1: a new communicator, =split: a split's child collected by its
+   * parent's poll inside the abort, =split-unpolled: one nothing polls before the abort returns,
+   * gets the address. */
   const char* reuse = getenv("FAKE_ABORT_REUSES_HANDLE");
-  if (reuse != NULL && (strcmp(reuse, "1") == 0 || strcmp(reuse, "split") == 0)) {
+  if (reuse != NULL && (strcmp(reuse, "1") == 0 || strcmp(reuse, "split") == 0 || strcmp(reuse, "split-unpolled") == 0)) {
     atomic_store(&gRecycled, comm);
     pthread_t other;
-    if (pthread_create(&other, NULL, strcmp(reuse, "1") == 0 ? initDuringAbort : splitDuringAbort, NULL) == 0) {
-      pthread_join(other, NULL);
-    }
+    void* (*newcomer)(void*) = strcmp(reuse, "1") == 0       ? initDuringAbort
+                               : strcmp(reuse, "split") == 0 ? splitDuringAbort
+                                                             : splitDuringTearDown;
+    if (pthread_create(&other, NULL, newcomer, NULL) == 0) pthread_join(other, NULL);
   }
   return ncclSuccess;
 }

@@ -16,7 +16,8 @@ struct FakeCounters {
   /* FAKE_ABORT_REUSES_HANDLE=1: the non-blocking communicator another thread created, inside
    * ncclCommAbort, at the address the abort had just freed; =split: the child of
    * fakeSplitParentDuringAbort that another thread's split got there, once its poll of the parent
-   * saw the parent ready. */
+   * saw the parent ready; =split-unpolled (also FAKE_DESTROY_REUSES_HANDLE, in ncclCommDestroy):
+   * that child as soon as NCCL wrote it, nothing polled. */
   void* _Atomic reusedComm;
 };
 
@@ -30,8 +31,8 @@ extern ncclComm_t _Atomic fakeSplitParentDuringAbort;
  * of the set-up. */
 extern void (*_Atomic fakeHelperCallHook)(const char* function, ncclComm_t comm);
 
-/* Called on the calling thread as ncclCommInitRankConfig, ncclCommSplit, ncclCommGetAsyncError
- * and ncclGroupEnd return, their answer computed: a scenario's way to act right after NCCL
+/* Called on the calling thread as ncclCommInitRankConfig, ncclCommInitAll, ncclCommSplit,
+ * ncclCommGetAsyncError and ncclGroupEnd return, their answer computed: a scenario's way to act right after NCCL
  * answered, before the interposer's wrapper goes on. */
 extern void (*_Atomic fakeReturnHook)(const char* function, ncclComm_t comm);
 

@@ -62,19 +62,23 @@ static void finishStep(int k, ncclComm_t parent, ncclComm_t child, int mustBeKno
 }
 
 /* Runs step(k) for k = 1, 2, ... until the k-th allocation was not reached (step returns 0):
- * every allocation of the path has failed once by then. */
-static void sweep(int (*step)(int k), const char* where) {
+ * every allocation of the path has failed once by then. minSteps: the allocations the path must
+ * have at least (0 for a path that is to allocate nothing, where the sweep guards the future). */
+static void sweepAtLeast(int (*step)(int k), const char* where, int minSteps) {
   int k = 1;
   while (k <= kMaxSweep && step(k)) ++k;
-  CHECK(k > 1 && k <= kMaxSweep, "the sweep after %s ended after %d step(s)", where, k - 1);
+  CHECK(k - 1 >= minSteps && k <= kMaxSweep, "the sweep after %s ended after %d step(s)", where, k - 1);
   printf("each of the %d allocation(s) after %s failed in turn\n", k - 1, where);
 }
+
+static void sweep(int (*step)(int k), const char* where) { sweepAtLeast(step, where, 1); }
 
 /* A step of the poll sweeps: a fresh parent and its child, written late; the k-th allocation
  * fails in the parent's poll once NCCL answered (the poll collects the child and starts its
  * set-up) or, where the program polls the child first, from the start of that poll (which adopts
- * the child before asking NCCL). */
-static int pollStep(int k, int pollParent) {
+ * the child before asking NCCL). abortParent: the program then aborts the parent (it keeps only
+ * the child), which must not take with it a child whose set-up could not start yet. */
+static int pollStep(int k, int pollParent, int abortParent) {
   ncclComm_t parent = readyParent();
   CHECK(ncclCommSplit(parent, 0, 0, &gSlots[k], NULL) == ncclSuccess, "split failed");
   ncclComm_t child = waitForChild(&gSlots[k]);
@@ -91,12 +95,50 @@ static int pollStep(int k, int pollParent) {
   CHECK(result == ncclSuccess && (state == ncclSuccess || (!pollParent && state == ncclInProgress)),
         "allocation %d failing in the %s's poll: the program got %d, state %d (NCCL: 0, 0)", k,
         pollParent ? "parent" : "child", result, state);
+  if (abortParent) {
+    CHECK(ncclCommAbort(parent) == ncclSuccess, "allocation %d: abort of the parent failed", k);
+    parent = NULL;  /* finishStep's destroy of NULL is NCCL's no-op */
+  }
   finishStep(k, parent, child, /*mustBeKnown=*/1);
   return fired;
 }
 
-static int parentPollStep(int k) { return pollStep(k, 1); }
-static int childPollStep(int k) { return pollStep(k, 0); }
+static int parentPollStep(int k) { return pollStep(k, 1, 0); }
+static int childPollStep(int k) { return pollStep(k, 0, 0); }
+static int parentPollThenAbortStep(int k) { return pollStep(k, 1, 1); }
+static int childPollThenAbortStep(int k) { return pollStep(k, 0, 1); }
+
+/* A failure of ours before NCCL is called must not keep NCCL from the call: a split or an
+ * allreduce skipped on one rank leaves its peers waiting in theirs for ever. The k-th allocation
+ * from the wrapper's entry fails. */
+static int splitEntryStep(int k) {
+  ncclComm_t parent = readyParent();
+  allocFaultArm(k);
+  const ncclResult_t result = ncclCommSplit(parent, 0, 0, &gSlots[k], NULL);
+  const int fired = disarm();
+  CHECK(result == ncclSuccess, "allocation %d from the split's entry failing: the program got %d (NCCL: 0)", k, result);
+  ncclComm_t child = waitForChild(&gSlots[k]);
+  CHECK(child != NULL, "allocation %d from the split's entry failing: NCCL never saw the split", k);
+  if (child == NULL) return 0;
+  finishStep(k, parent, child, /*mustBeKnown=*/0);
+  return fired;
+}
+
+/* The same for an allreduce on a non-blocking communicator whose set-up may be pending (the
+ * wrapper then hands NCCL's call to the set-up's wait): NCCL gets the call exactly once. */
+static int pendingAllReduceEntryStep(int k) {
+  ncclComm_t comm = initNonBlocking();
+  const int before = atomic_load(&fakeCounters.allReduceCalls);
+  float x = 1.0f;
+  allocFaultArm(k);
+  (void)ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL);
+  const int fired = disarm();
+  const int calls = atomic_load(&fakeCounters.allReduceCalls) - before;
+  CHECK(calls == 1, "allocation %d from the allreduce's entry failing: NCCL got the call %d times", k, calls);
+  CHECK(pollReady(comm) == ncclSuccess, "allocation %d: the communicator never became ready", k);
+  CHECK(ncclCommDestroy(comm) == ncclSuccess, "allocation %d: destroy failed", k);
+  return fired;
+}
 
 /* What the split wrapper does after NCCL answered (note the child's slot, its CTA cap). A child
  * whose slot could not be noted stays on NCCL on this rank, with a WARN: not required known. */
@@ -149,6 +191,43 @@ static int nonBlockingInitStep(int k) {
   return fired;
 }
 
+/* ncclCommInitAll: NCCL created the communicators; the answer must stand (a program told it
+ * failed would leak them, or destroy them twice). */
+static int initAllStep(int k) {
+  ncclComm_t comms[2] = {NULL, NULL};
+  armAfterReturnOf("ncclCommInitAll", k);
+  const ncclResult_t result = ncclCommInitAll(comms, 2, NULL);
+  const int fired = disarm();
+  CHECK(result == ncclSuccess, "allocation %d failing after NCCL answered ncclCommInitAll: the program got %d", k, result);
+  for (int i = 0; i < 2; ++i) {
+    if (comms[i] != NULL) useAndDestroy(k, comms[i]);
+  }
+  return fired;
+}
+
+/* A group with a blocking init and a blocking split: a failure in our work at its end must not
+ * leave its communicators queued for the thread's next, unrelated group end (their set-up
+ * exchange would run there, where no peer takes part). */
+static ncclComm_t gGroupParent;
+static int groupedSplitStep(int k) {
+  CHECK(ncclGroupStart() == ncclSuccess, "group start failed");
+  ncclResult_t result;
+  ncclComm_t comm = initWithBlocking(1, &result);
+  CHECK(ncclCommSplit(gGroupParent, 0, 0, &gSlots[k], NULL) == ncclSuccess, "grouped split failed");
+  armAfterReturnOf("ncclGroupEnd", k);
+  const ncclResult_t ended = ncclGroupEnd();
+  const int fired = disarm();
+  CHECK(ended == ncclSuccess, "allocation %d failing after NCCL answered the group end: the program got %d", k, ended);
+  const int knownAfterItsGroup = infoOf(comm).known;
+  CHECK(ncclGroupStart() == ncclSuccess && ncclGroupEnd() == ncclSuccess, "an empty group failed");
+  CHECK(infoOf(comm).known == knownAfterItsGroup,
+        "allocation %d failing at a group's end: its init was set up at the thread's next, unrelated group end", k);
+  useAndDestroy(k, comm);
+  ncclComm_t child = __atomic_load_n(&gSlots[k], __ATOMIC_ACQUIRE);
+  if (child != NULL) useAndDestroy(k, child);
+  return fired;
+}
+
 static int groupedInitStep(int k) {
   CHECK(ncclGroupStart() == ncclSuccess, "group start failed");
   ncclResult_t result;
@@ -164,6 +243,23 @@ static int groupedInitStep(int k) {
 static void allocFailsAfterParentPoll(void) { sweep(parentPollStep, "NCCL's answer to the parent's poll"); }
 static void allocFailsInChildPoll(void) { sweep(childPollStep, "the start of the child's first poll"); }
 static void allocFailsAfterSplit(void) { sweep(splitStep, "NCCL's answer to the split"); }
+static void allocFailsAfterParentPollThenParentAbort(void) {
+  sweep(parentPollThenAbortStep, "NCCL's answer to the parent's poll, then the parent's abort");
+}
+static void allocFailsInChildPollThenParentAbort(void) {
+  sweep(childPollThenAbortStep, "the start of the child's first poll, then the parent's abort");
+}
+static void allocFailsAtSplitEntry(void) { sweepAtLeast(splitEntryStep, "the split's entry", 0); }
+static void allocFailsAtPendingAllReduceEntry(void) {
+  sweepAtLeast(pendingAllReduceEntryStep, "the entry of an allreduce on a pending communicator", 0);
+}
+static void allocFailsAfterInitAll(void) { sweep(initAllStep, "NCCL's answer to ncclCommInitAll"); }
+static void allocFailsAfterGroupedSplit(void) {
+  ncclResult_t result;
+  gGroupParent = initWithBlocking(1, &result);
+  sweep(groupedSplitStep, "NCCL's answer to the group end of an init and a split");
+  CHECK(ncclCommDestroy(gGroupParent) == ncclSuccess, "destroy of the grouped split's parent failed");
+}
 static void allocFailsAfterBlockingInit(void) { sweep(blockingInitStep, "NCCL's answer to a blocking init"); }
 static void allocFailsAfterNonBlockingInit(void) { sweep(nonBlockingInitStep, "NCCL's answer to a non-blocking init"); }
 static void allocFailsAfterGroupedInit(void) { sweep(groupedInitStep, "NCCL's answer to the group end of an init"); }
@@ -179,6 +275,12 @@ int main(int argc, char** argv) {
       {"alloc-fails-after-parent-poll", allocFailsAfterParentPoll},
       {"alloc-fails-in-child-poll", allocFailsInChildPoll},
       {"alloc-fails-after-split", allocFailsAfterSplit},
+      {"alloc-fails-after-parent-poll-then-parent-abort", allocFailsAfterParentPollThenParentAbort},
+      {"alloc-fails-in-child-poll-then-parent-abort", allocFailsInChildPollThenParentAbort},
+      {"alloc-fails-at-split-entry", allocFailsAtSplitEntry},
+      {"alloc-fails-at-pending-allreduce-entry", allocFailsAtPendingAllReduceEntry},
+      {"alloc-fails-after-initall", allocFailsAfterInitAll},
+      {"alloc-fails-after-grouped-split", allocFailsAfterGroupedSplit},
       {"alloc-fails-after-blocking-init", allocFailsAfterBlockingInit},
       {"alloc-fails-after-nonblocking-init", allocFailsAfterNonBlockingInit},
       {"alloc-fails-after-grouped-init", allocFailsAfterGroupedInit},

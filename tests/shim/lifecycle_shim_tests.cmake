@@ -88,6 +88,11 @@ endforeach()
 
 # A watchdog's poll of the parent, preempted between NCCL's "ready" and our use of it, around a new
 # split of that parent (found by the lifecycle break-test: the child was dropped).
+foreach(_case destroy-then-unpolled-split-child-at-the-handle abort-then-unpolled-split-child-at-the-handle)
+  add_test(NAME shim_lifecycle.${_case} COMMAND shim_lifecycle_concurrency ${_case})
+  set_tests_properties(shim_lifecycle.${_case} PROPERTIES LABELS cpu TIMEOUT 60 ENVIRONMENT
+    "${_preload};FAKE_SPLIT_WRITES_CHILD_MS=5;FAKE_DESTROY_REUSES_HANDLE=split-unpolled;FAKE_ABORT_REUSES_HANDLE=split-unpolled")
+endforeach()
 add_test(NAME shim_lifecycle.watchdog-poll-keeps-a-later-split
          COMMAND shim_lifecycle_concurrency watchdog-poll-keeps-a-later-split)
 set_tests_properties(shim_lifecycle.watchdog-poll-keeps-a-later-split PROPERTIES LABELS cpu TIMEOUT 60
@@ -130,6 +135,9 @@ target_link_libraries(shim_lifecycle_faults PRIVATE shim_lifecycle_fake_nccl ncc
 target_include_directories(shim_lifecycle_faults PRIVATE ${PROJECT_SOURCE_DIR})
 add_dependencies(shim_lifecycle_faults nccl-lamport)
 foreach(_case alloc-fails-after-parent-poll alloc-fails-in-child-poll alloc-fails-after-split
+              alloc-fails-after-parent-poll-then-parent-abort alloc-fails-in-child-poll-then-parent-abort
+              alloc-fails-at-split-entry alloc-fails-at-pending-allreduce-entry alloc-fails-after-initall
+              alloc-fails-after-grouped-split
               alloc-fails-after-blocking-init alloc-fails-after-nonblocking-init alloc-fails-after-grouped-init)
   add_test(NAME shim_lifecycle.${_case} COMMAND shim_lifecycle_faults ${_case})
   set_tests_properties(shim_lifecycle.${_case} PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77

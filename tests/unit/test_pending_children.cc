@@ -1,9 +1,12 @@
-// plugin/comm/pending_children under tuner activation (OnChildWritten::kNoteOnly): a non-blocking
+// plugin/comm/pending_children: under tuner activation (OnChildWritten::kNoteOnly) a non-blocking
 // split child was set up inside the tuner's init, so once NCCL writes its handle only its CTA cap
-// note moves there (for the binding at its first call), and no deferred set-up starts. No NCCL
-// is called: the handles are plain addresses.
+// note moves there (for the binding at its first call), and no deferred set-up starts; and an
+// entry whose handle NCCL is freeing is never handed to a call. No NCCL is called: the handles
+// are plain addresses.
 #include <gtest/gtest.h>
 #include <nccl.h>
+
+#include <memory>
 
 #include "plugin/comm/comm_registry.h"
 #include "plugin/comm/cta_cap.h"
@@ -49,6 +52,20 @@ TEST(PendingChildren, ANoteOnlySlotLeftNullIsDroppedWithItsNoteOnceTheParentIsDo
   nccl_lamport::watchPendingChild(parent, &slot, /*inOpenGroup=*/false, OnChildWritten::kNoteOnly);
   nccl_lamport::collectPendingChildren(parent, /*parentDone=*/true, nccl_lamport::pendingChildrenEpoch());
   EXPECT_EQ(nccl_lamport::peekCtaCap(&slot), 0) << "the note of a child that never came outlived its parent's job";
+}
+
+// While another thread's ncclCommAbort / ncclCommDestroy is inside NCCL, the entry still under
+// the handle is a leftover: a call on that address (a newcomer's under tuner activation, bound at
+// its first call) must not get it, or it would launch on the aborted communicator's workspace.
+TEST(PendingChildren, AnEntryWhoseHandleIsBeingFreedIsNotHandedToACall) {
+  const ncclComm_t comm = fakeHandle(0x7600);
+  auto entry = std::make_shared<nccl_lamport::LamportComm>();
+  entry->comm = comm;
+  CommRegistry::instance().insert(entry);
+  EXPECT_EQ(nccl_lamport::findOrAdoptChild(comm), entry);
+  entry->handleFreeing.store(true);
+  EXPECT_EQ(nccl_lamport::findOrAdoptChild(comm), nullptr) << "a call got the entry of a communicator being freed";
+  CommRegistry::instance().removeIfSame(comm, entry);
 }
 
 }  // namespace
