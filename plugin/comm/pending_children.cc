@@ -127,7 +127,7 @@ std::shared_ptr<LamportComm> findOrAdoptChild(ncclComm_t comm) {
   return ownEntry(comm);  // also one another thread's poll just collected; never a leftover
 }
 
-DetachedChildren detachPendingChildren(ncclComm_t comm) {
+DetachedChildren detachPendingChildren(ncclComm_t comm) noexcept {
   DetachedChildren detached;
   std::lock_guard<std::mutex> lock(gChildrenMutex);
   auto own = pendingChildren().find(comm);
@@ -135,6 +135,8 @@ DetachedChildren detachPendingChildren(ncclComm_t comm) {
     detached.children = std::move(own->second);
     pendingChildren().erase(own);
   }
+  // comm itself as a child nothing has collected: it is going, and its slot will hold a freed
+  // handle (erases only, nothing to allocate: this runs before NCCL is called).
   for (auto it = pendingChildren().begin(); it != pendingChildren().end();) {
     std::vector<WatchedChild>& watched = it->second;
     for (size_t i = 0; i < watched.size();) {
@@ -142,7 +144,7 @@ DetachedChildren detachPendingChildren(ncclComm_t comm) {
         ++i;
         continue;
       }
-      detached.asChild.emplace_back(it->first, watched[i]);
+      takeCtaCap(watched[i].slot);
       watched.erase(watched.begin() + static_cast<std::ptrdiff_t>(i));
     }
     it = watched.empty() ? pendingChildren().erase(it) : std::next(it);
@@ -151,17 +153,18 @@ DetachedChildren detachPendingChildren(ncclComm_t comm) {
 }
 
 void reattachPendingChildren(ncclComm_t comm, DetachedChildren detached) noexcept {
+  if (detached.children.empty()) return;
   try {
     std::lock_guard<std::mutex> lock(gChildrenMutex);
-    for (const WatchedChild& w : detached.children) pendingChildren()[comm].push_back(w);
-    for (const auto& [parent, w] : detached.asChild) pendingChildren()[parent].push_back(w);
+    std::vector<WatchedChild>& watched = pendingChildren()[comm];
+    watched.insert(watched.end(), detached.children.begin(), detached.children.end());
   } catch (...) {
     resultOfException("putting back the split children of a communicator NCCL did not destroy (they stay on NCCL)");
   }
 }
 
 void settleDetachedChildren(DetachedChildren detached) noexcept {
-  for (const auto& entry : detached.asChild) takeCtaCap(entry.second.slot);
+  if (detached.children.empty()) return;
   std::lock_guard<std::mutex> lock(gChildrenMutex);
   for (const WatchedChild& w : detached.children) {
     const ncclComm_t child = writtenChild(w);

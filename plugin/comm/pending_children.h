@@ -7,7 +7,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <utility>
 #include <vector>
 
 namespace nccl_lamport {
@@ -70,23 +69,23 @@ struct WatchedChild {
 
 /** What a communicator's tear-down took out of the watch (detachPendingChildren). */
 struct DetachedChildren {
-  std::vector<WatchedChild> children;                           // watched under comm as parent
-  std::vector<std::pair<ncclComm_t, WatchedChild>> asChild;    // comm itself, under its parent
+  std::vector<WatchedChild> children;  // watched under comm as their parent
 };
 
 /**
  * Right before NCCL may free comm's handle (ncclCommDestroy, ncclCommAbort): takes out comm's
- * watched children and comm itself where it is a watched child nothing has collected, so that
- * nothing is looked up by that address once another communicator may have it.
+ * watched children, and drops comm itself where it is a watched child nothing has collected
+ * (with its CTA cap note), so that nothing is looked up by that address once another
+ * communicator may have it. Allocates nothing.
  */
-DetachedChildren detachPendingChildren(ncclComm_t comm);
+DetachedChildren detachPendingChildren(ncclComm_t comm) noexcept;
 
-/** NCCL refused the tear-down (comm lives on): puts back what detachPendingChildren took. */
+/** NCCL refused the tear-down (comm lives on): puts back the children detachPendingChildren took
+ *  (comm's own watch as a child is not: the destroy wrapper adopted it first). */
 void reattachPendingChildren(ncclComm_t comm, DetachedChildren detached) noexcept;
 
 /** After NCCL freed comm: a child NCCL has written gets its set-up now (or, where it cannot
- *  start, stays watched for its own first call); a slot still null, and comm's own watch, go with
- *  their CTA cap notes. */
+ *  start, stays watched for its own first call); a slot still null goes with its CTA cap note. */
 void settleDetachedChildren(DetachedChildren detached) noexcept;
 
 }  // namespace nccl_lamport
