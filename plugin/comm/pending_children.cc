@@ -119,51 +119,70 @@ bool adoptPendingChild(ncclComm_t comm) {
   return false;
 }
 
-std::shared_ptr<LamportComm> findOrAdoptChild(ncclComm_t comm) {
+std::shared_ptr<LamportComm> findOrAdoptChild(ncclComm_t comm) noexcept {
   if (comm == nullptr) return nullptr;
-  std::shared_ptr<LamportComm> lc = ownEntry(comm);
-  if (lc != nullptr) return lc;
-  adoptPendingChild(comm);
-  return ownEntry(comm);  // also one another thread's poll just collected; never a leftover
+  try {
+    std::shared_ptr<LamportComm> lc = ownEntry(comm);
+    if (lc != nullptr) return lc;
+    adoptPendingChild(comm);
+    return ownEntry(comm);  // also one another thread's poll just collected; never a leftover
+  } catch (...) {  // a lock, or the watch's first use: the call goes on as for an unknown comm
+    resultOfException("looking up a communicator");
+    return nullptr;
+  }
 }
 
 DetachedChildren detachPendingChildren(ncclComm_t comm) noexcept {
   DetachedChildren detached;
-  std::lock_guard<std::mutex> lock(gChildrenMutex);
-  auto own = pendingChildren().find(comm);
-  if (own != pendingChildren().end()) {
-    detached.children = std::move(own->second);
-    pendingChildren().erase(own);
-  }
-  // comm itself as a child nothing has collected: it is going, and its slot will hold a freed
-  // handle (erases only, nothing to allocate: this runs before NCCL is called).
-  for (auto it = pendingChildren().begin(); it != pendingChildren().end();) {
-    std::vector<WatchedChild>& watched = it->second;
-    for (size_t i = 0; i < watched.size();) {
-      if (writtenChild(watched[i]) != comm) {
-        ++i;
-        continue;
+  try {
+    std::lock_guard<std::mutex> lock(gChildrenMutex);
+    auto own = pendingChildren().find(comm);
+    if (own != pendingChildren().end()) {
+      std::vector<WatchedChild>& watched = own->second;
+      for (size_t i = 0; i < watched.size();) {
+        const ncclComm_t child = writtenChild(watched[i]);
+        if (child != nullptr && startSetUpLocked(watched[i], child)) {
+          watched.erase(watched.begin() + static_cast<std::ptrdiff_t>(i));
+        } else {
+          ++i;
+        }
       }
-      takeCtaCap(watched[i].slot);
-      watched.erase(watched.begin() + static_cast<std::ptrdiff_t>(i));
+      detached.children = std::move(watched);  // a move: nothing allocated
+      pendingChildren().erase(own);
     }
-    it = watched.empty() ? pendingChildren().erase(it) : std::next(it);
+    for (auto it = pendingChildren().begin(); it != pendingChildren().end() && !detached.watchedAsChild; ++it) {
+      std::vector<WatchedChild>& watched = it->second;
+      for (size_t i = 0; i < watched.size(); ++i) {
+        if (writtenChild(watched[i]) != comm) continue;
+        detached.watchedAsChild = true;
+        detached.parentOfComm = it->first;
+        detached.watchAsChild = watched[i];
+        watched.erase(watched.begin() + static_cast<std::ptrdiff_t>(i));
+        if (watched.empty()) pendingChildren().erase(it);
+        break;
+      }
+    }
+  } catch (...) {  // the map's first use, or a lock: the watch stays as it was
+    resultOfException("detaching the split children of a communicator being torn down");
   }
   return detached;
 }
 
 void reattachPendingChildren(ncclComm_t comm, DetachedChildren detached) noexcept {
-  if (detached.children.empty()) return;
   try {
     std::lock_guard<std::mutex> lock(gChildrenMutex);
-    std::vector<WatchedChild>& watched = pendingChildren()[comm];
-    watched.insert(watched.end(), detached.children.begin(), detached.children.end());
+    if (!detached.children.empty()) {
+      std::vector<WatchedChild>& watched = pendingChildren()[comm];
+      watched.insert(watched.end(), detached.children.begin(), detached.children.end());
+    }
+    if (detached.watchedAsChild) pendingChildren()[detached.parentOfComm].push_back(detached.watchAsChild);
   } catch (...) {
     resultOfException("putting back the split children of a communicator NCCL did not destroy (they stay on NCCL)");
   }
 }
 
 void settleDetachedChildren(DetachedChildren detached) noexcept {
+  if (detached.watchedAsChild) takeCtaCap(detached.watchAsChild.slot);
   if (detached.children.empty()) return;
   std::lock_guard<std::mutex> lock(gChildrenMutex);
   for (const WatchedChild& w : detached.children) {

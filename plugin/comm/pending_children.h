@@ -57,8 +57,9 @@ bool adoptPendingChild(ncclComm_t comm);
  *  written (or one another thread is collecting), its set-up is started first. An entry whose
  *  handle NCCL is freeing (LamportComm::handleFreeing) counts as none: a call on that address
  *  then belongs to a newcomer (or, a program's error, to the communicator being torn down) and
- *  goes to NCCL or to its own set-up. Null for null or for a comm that is neither. */
-std::shared_ptr<LamportComm> findOrAdoptChild(ncclComm_t comm);
+ *  goes to NCCL or to its own set-up. Null for null or for a comm that is neither. Never throws
+ *  (wrappers call it before NCCL: a failure of ours must not keep the call from NCCL). */
+std::shared_ptr<LamportComm> findOrAdoptChild(ncclComm_t comm) noexcept;
 
 /** Where NCCL will write one child's handle, and when it began to be watched. */
 struct WatchedChild {
@@ -69,23 +70,27 @@ struct WatchedChild {
 
 /** What a communicator's tear-down took out of the watch (detachPendingChildren). */
 struct DetachedChildren {
-  std::vector<WatchedChild> children;  // watched under comm as their parent
+  std::vector<WatchedChild> children;  // watched under comm as their parent, not yet set up
+  bool watchedAsChild = false;         // comm itself was a watched child nothing had collected
+  ncclComm_t parentOfComm = nullptr;   // ... of this parent (a communicator has one slot)
+  WatchedChild watchAsChild{};
 };
 
 /**
- * Right before NCCL may free comm's handle (ncclCommDestroy, ncclCommAbort): takes out comm's
- * watched children, and drops comm itself where it is a watched child nothing has collected
- * (with its CTA cap note), so that nothing is looked up by that address once another
- * communicator may have it. Allocates nothing.
+ * Right before NCCL may free comm's handle (ncclCommDestroy, ncclCommAbort), so that nothing is
+ * looked up by that address once another communicator may have it: starts the set-up of every
+ * child of comm NCCL has written (as a poll would: another thread may use it meanwhile), takes
+ * out the rest of comm's watched children, and takes out comm itself where it is a watched child
+ * nothing has collected. Allocates nothing; on any failure it leaves the watch as it is.
  */
 DetachedChildren detachPendingChildren(ncclComm_t comm) noexcept;
 
-/** NCCL refused the tear-down (comm lives on): puts back the children detachPendingChildren took
- *  (comm's own watch as a child is not: the destroy wrapper adopted it first). */
+/** NCCL refused the tear-down (comm lives on): puts back what detachPendingChildren took out. */
 void reattachPendingChildren(ncclComm_t comm, DetachedChildren detached) noexcept;
 
-/** After NCCL freed comm: a child NCCL has written gets its set-up now (or, where it cannot
- *  start, stays watched for its own first call); a slot still null goes with its CTA cap note. */
+/** After NCCL freed comm: a child NCCL has written since gets its set-up now (or, where it
+ *  cannot start, stays watched for its own first call); a slot still null, and comm's own watch as
+ *  a child, go with their CTA cap notes. */
 void settleDetachedChildren(DetachedChildren detached) noexcept;
 
 }  // namespace nccl_lamport

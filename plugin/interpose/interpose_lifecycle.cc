@@ -376,7 +376,7 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) try {
     markHandleFreeing(held, true);
     DetachedChildren detached = detachPendingChildren(comm);
     const ncclResult_t destroyed = real(comm);
-    if (destroyed == ncclInvalidArgument) {  // refused: see below
+    if (destroyed != ncclSuccess) {  // refused (see below), or an error the early return keeps
       markHandleFreeing(held, false);
       reattachPendingChildren(comm, std::move(detached));
     } else {

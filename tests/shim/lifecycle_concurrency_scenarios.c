@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "tests/shim/lifecycle_scenario_support.h"
@@ -267,6 +268,71 @@ static void tearDownThenUnpolledSplitChildAtTheHandle(int destroy) {
 static void destroyThenUnpolledSplitChildAtTheHandle(void) { tearDownThenUnpolledSplitChildAtTheHandle(1); }
 static void abortThenUnpolledSplitChildAtTheHandle(void) { tearDownThenUnpolledSplitChildAtTheHandle(0); }
 
+/* A parent torn down on one thread while another thread uses one of its split children that NCCL
+ * has written but nothing has collected: inside NCCL's part of the tear-down (the stand-in's
+ * return hook: NCCL's own readiness check in the destroy, the newcomer FAKE_ABORT_REUSES_HANDLE=1
+ * creates in the abort) the other thread destroys the child, or polls it ready. The child's
+ * set-up must start before NCCL's tear-down (before, the child was out of every list then: its
+ * destroy went to NCCL alone and our set-up started afterwards on the freed child, 7 calls on
+ * it; its poll got NCCL's "ready" before our set-up existed). */
+static ncclComm_t _Atomic gTornDownParent;
+static ncclComm_t _Atomic gItsChild;
+static atomic_int gChildAction; /* 1: destroy the child, 2: poll it ready */
+static atomic_int gActed;
+static atomic_int gKnownWhenReady = -1;
+
+static void* useTheChild(void* unused) {
+  (void)unused;
+  ncclComm_t child = atomic_load(&gItsChild);
+  if (atomic_load(&gChildAction) == 1) {
+    CHECK(ncclCommDestroy(child) == ncclSuccess, "the other thread's destroy of the child failed");
+  } else {
+    CHECK(pollReady(child) == ncclSuccess, "the other thread's poll of the child never saw it ready");
+    atomic_store(&gKnownWhenReady, infoOf(child).known);
+  }
+  return NULL;
+}
+
+static void useTheChildDuringTearDown(const char* function, ncclComm_t comm) {
+  if ((strcmp(function, "ncclCommGetAsyncError") != 0 && strcmp(function, "ncclCommInitRankConfig") != 0) ||
+      comm == NULL || comm != atomic_load(&gTornDownParent) || atomic_exchange(&gActed, 1) != 0) {
+    return;
+  }
+  pthread_t other;
+  if (pthread_create(&other, NULL, useTheChild, NULL) == 0) pthread_join(other, NULL);
+}
+
+static ncclComm_t gWrittenChild;
+static void tearDownParentWhileChildUsed(int destroy, int action) {
+  ncclComm_t parent = initNonBlocking();
+  CHECK(pollReady(parent) == ncclSuccess, "parent never ready");
+  usleep(100 * 1000); /* the parent's set-up has finished */
+  CHECK(ncclCommSplit(parent, 0, 0, &gWrittenChild, NULL) == ncclSuccess, "split failed");
+  ncclComm_t child = waitForChild(&gWrittenChild);
+  CHECK(child != NULL, "the stand-in never wrote the child");
+  if (child == NULL) return;
+  usleep(100 * 1000); /* NCCL's init job of the child has ended */
+  atomic_store(&gItsChild, child);
+  atomic_store(&gChildAction, action);
+  atomic_store(&gTornDownParent, parent);
+  atomic_store(&fakeReturnHook, useTheChildDuringTearDown);
+  CHECK((destroy ? ncclCommDestroy(parent) : ncclCommAbort(parent)) == ncclSuccess, "tear-down of the parent failed");
+  atomic_store(&fakeReturnHook, NULL);
+  CHECK(atomic_load(&gActed) == 1, "the other thread never ran");
+  usleep(300 * 1000); /* a set-up started on the destroyed child afterwards would call NCCL by now */
+  if (action == 2) {
+    const int knownAfter = infoOf(child).known;
+    CHECK(atomic_load(&gKnownWhenReady) == knownAfter,
+          "the child was reported ready before our set-up of it existed (known %d then, %d after)",
+          atomic_load(&gKnownWhenReady), knownAfter);
+    CHECK(ncclCommDestroy(child) == ncclSuccess, "destroy of the child failed");
+  }
+}
+
+static void destroyParentWhileChildDestroyed(void) { tearDownParentWhileChildUsed(1, 1); }
+static void abortParentWhileChildDestroyed(void) { tearDownParentWhileChildUsed(0, 1); }
+static void destroyParentWhileChildPolled(void) { tearDownParentWhileChildUsed(1, 2); }
+
 int main(int argc, char** argv) {
   static const struct LifecycleScenario scenarios[] = {
       {"split-in-group-blocking", splitInGroupBlocking},
@@ -276,6 +342,9 @@ int main(int argc, char** argv) {
       {"watchdog-poll-in-a-group-keeps-its-split", watchdogPollInAGroupKeepsItsSplit},
       {"destroy-then-unpolled-split-child-at-the-handle", destroyThenUnpolledSplitChildAtTheHandle},
       {"abort-then-unpolled-split-child-at-the-handle", abortThenUnpolledSplitChildAtTheHandle},
+      {"destroy-parent-while-child-destroyed", destroyParentWhileChildDestroyed},
+      {"abort-parent-while-child-destroyed", abortParentWhileChildDestroyed},
+      {"destroy-parent-while-child-polled", destroyParentWhileChildPolled},
   };
   return runLifecycleScenario(argc, argv, scenarios, sizeof(scenarios) / sizeof(scenarios[0]));
 }

@@ -103,6 +103,27 @@ static int pollStep(int k, int pollParent, int abortParent) {
   return fired;
 }
 
+/* The k-th allocation from the entry of a destroy of a written, uncollected child fails, and NCCL
+ * refuses the destroy (the child busy): the child must keep its watch (or its set-up), so that
+ * its next poll sets it up (before, the destroy's clean-up dropped the watch its failed adoption
+ * had left). */
+static int refusedDestroyStep(int k) {
+  ncclComm_t parent = readyParent();
+  CHECK(ncclCommSplit(parent, 0, 0, &gSlots[k], NULL) == ncclSuccess, "split failed");
+  ncclComm_t child = waitForChild(&gSlots[k]);
+  CHECK(child != NULL, "the stand-in never wrote the child");
+  if (child == NULL) return 0;
+  fakeCommBusyFor(child, 200);
+  allocFaultArm(k);
+  const ncclResult_t destroyed = ncclCommDestroy(child);
+  const int fired = disarm();
+  CHECK(destroyed == ncclInvalidArgument, "allocation %d: the destroy of the busy child returned %d (NCCL: %d)", k,
+        destroyed, ncclInvalidArgument);
+  usleep(250 * 1000); /* no longer busy */
+  finishStep(k, parent, child, /*mustBeKnown=*/1);
+  return fired;
+}
+
 static int parentPollStep(int k) { return pollStep(k, 1, 0); }
 static int childPollStep(int k) { return pollStep(k, 0, 0); }
 static int parentPollThenAbortStep(int k) { return pollStep(k, 1, 1); }
@@ -253,6 +274,7 @@ static void allocFailsAtSplitEntry(void) { sweepAtLeast(splitEntryStep, "the spl
 static void allocFailsAtPendingAllReduceEntry(void) {
   sweepAtLeast(pendingAllReduceEntryStep, "the entry of an allreduce on a pending communicator", 0);
 }
+static void allocFailsInRefusedDestroyOfChild(void) { sweep(refusedDestroyStep, "the entry of a refused destroy of a child"); }
 static void allocFailsAfterInitAll(void) { sweep(initAllStep, "NCCL's answer to ncclCommInitAll"); }
 static void allocFailsAfterGroupedSplit(void) {
   ncclResult_t result;
@@ -280,6 +302,7 @@ int main(int argc, char** argv) {
       {"alloc-fails-at-split-entry", allocFailsAtSplitEntry},
       {"alloc-fails-at-pending-allreduce-entry", allocFailsAtPendingAllReduceEntry},
       {"alloc-fails-after-initall", allocFailsAfterInitAll},
+      {"alloc-fails-in-refused-destroy-of-child", allocFailsInRefusedDestroyOfChild},
       {"alloc-fails-after-grouped-split", allocFailsAfterGroupedSplit},
       {"alloc-fails-after-blocking-init", allocFailsAfterBlockingInit},
       {"alloc-fails-after-nonblocking-init", allocFailsAfterNonBlockingInit},

@@ -88,6 +88,15 @@ endforeach()
 
 # A watchdog's poll of the parent, preempted between NCCL's "ready" and our use of it, around a new
 # split of that parent (found by the lifecycle break-test: the child was dropped).
+foreach(_case destroy-parent-while-child-destroyed destroy-parent-while-child-polled)
+  add_test(NAME shim_lifecycle.${_case} COMMAND shim_lifecycle_concurrency ${_case})
+  set_tests_properties(shim_lifecycle.${_case} PROPERTIES LABELS cpu TIMEOUT 60 ENVIRONMENT
+    "${_preload};FAKE_SPLIT_WRITES_CHILD_MS=5")
+endforeach()
+add_test(NAME shim_lifecycle.abort-parent-while-child-destroyed
+         COMMAND shim_lifecycle_concurrency abort-parent-while-child-destroyed)
+set_tests_properties(shim_lifecycle.abort-parent-while-child-destroyed PROPERTIES LABELS cpu TIMEOUT 60 ENVIRONMENT
+  "${_preload};FAKE_SPLIT_WRITES_CHILD_MS=5;FAKE_ABORT_REUSES_HANDLE=1")
 foreach(_case destroy-then-unpolled-split-child-at-the-handle abort-then-unpolled-split-child-at-the-handle)
   add_test(NAME shim_lifecycle.${_case} COMMAND shim_lifecycle_concurrency ${_case})
   set_tests_properties(shim_lifecycle.${_case} PROPERTIES LABELS cpu TIMEOUT 60 ENVIRONMENT
@@ -137,7 +146,7 @@ add_dependencies(shim_lifecycle_faults nccl-lamport)
 foreach(_case alloc-fails-after-parent-poll alloc-fails-in-child-poll alloc-fails-after-split
               alloc-fails-after-parent-poll-then-parent-abort alloc-fails-in-child-poll-then-parent-abort
               alloc-fails-at-split-entry alloc-fails-at-pending-allreduce-entry alloc-fails-after-initall
-              alloc-fails-after-grouped-split
+              alloc-fails-after-grouped-split alloc-fails-in-refused-destroy-of-child
               alloc-fails-after-blocking-init alloc-fails-after-nonblocking-init alloc-fails-after-grouped-init)
   add_test(NAME shim_lifecycle.${_case} COMMAND shim_lifecycle_faults ${_case})
   set_tests_properties(shim_lifecycle.${_case} PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77
