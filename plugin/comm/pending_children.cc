@@ -150,7 +150,9 @@ DetachedChildren detachPendingChildren(ncclComm_t comm) noexcept {
       detached.children = std::move(watched);  // a move: nothing allocated
       pendingChildren().erase(own);
     }
-    for (auto it = pendingChildren().begin(); it != pendingChildren().end() && !detached.watchedAsChild; ++it) {
+    // A communicator is written into one slot: the search ends at the first match (no iterator
+    // is used after its erase).
+    for (auto it = pendingChildren().begin(); it != pendingChildren().end() && !detached.watchedAsChild;) {
       std::vector<WatchedChild>& watched = it->second;
       for (size_t i = 0; i < watched.size(); ++i) {
         if (writtenChild(watched[i]) != comm) continue;
@@ -158,9 +160,9 @@ DetachedChildren detachPendingChildren(ncclComm_t comm) noexcept {
         detached.parentOfComm = it->first;
         detached.watchAsChild = watched[i];
         watched.erase(watched.begin() + static_cast<std::ptrdiff_t>(i));
-        if (watched.empty()) pendingChildren().erase(it);
         break;
       }
+      it = detached.watchedAsChild && watched.empty() ? pendingChildren().erase(it) : std::next(it);
     }
   } catch (...) {  // the map's first use, or a lock: the watch stays as it was
     resultOfException("detaching the split children of a communicator being torn down");
