@@ -40,15 +40,17 @@ void stampGroupedChildren(const std::vector<ncclComm_t*>& slots);
 uint64_t pendingChildrenEpoch();
 
 /** After ncclCommGetAsyncError(parent): starts the deferred set-up (or, kNoteOnly, moves the
- *  CTA cap note) of every watched child NCCL has written by now (one whose set-up cannot start, for want of host memory, stays watched
- *  for the next poll, with a WARN); once parentDone (NCCL no longer reported the parent in progress), forgets
- *  the rest that were watched before the poll (epochBeforePoll: pendingChildrenEpoch() read
- *  before asking NCCL): the split failed, or NCCL_SPLIT_NOCOLOR. A split watched since, by
- *  another thread while this one was between its poll and this call, is kept. */
+ *  CTA cap note) of every watched child NCCL has written by now (one whose set-up cannot start,
+ *  for want of host memory, stays watched for the next poll, with a WARN); once parentDone (NCCL
+ *  no longer reported the parent in progress), forgets the rest that were watched before the
+ *  poll (epochBeforePoll: pendingChildrenEpoch() read before asking NCCL): the split failed, or
+ *  NCCL_SPLIT_NOCOLOR. A split watched since, by another thread while this one was between its
+ *  poll and this call, is kept. */
 void collectPendingChildren(ncclComm_t parent, bool parentDone, uint64_t epochBeforePoll);
 
-/** comm is unknown to the registry (or its entry is a leftover: LamportComm::handleFreeing): if it is a watched child that NCCL has written (the program
- *  read it before polling the parent again), starts its deferred set-up and returns true. A
+/** comm is unknown to the registry (or its entry is a leftover: LamportComm::handleFreeing): if
+ *  it is a watched child that NCCL has written (the program read it before polling the parent
+ *  again), starts its deferred set-up and returns true. A
  *  child another thread is collecting meanwhile is registered by the time this returns (false):
  *  look comm up again after the call either way (findOrAdoptChild does both). */
 bool adoptPendingChild(ncclComm_t comm);
