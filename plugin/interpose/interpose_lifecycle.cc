@@ -184,6 +184,24 @@ void markHandleFreeing(const HeldComm& held, bool on) {
   if (held.entry != nullptr) held.entry->handleFreeing.store(on, std::memory_order_release);
 }
 
+/** NCCL's ncclCommDestroy of comm (`destroy`), with comm's entry marked and its pending split
+ *  children detached while NCCL may free the handle. Where `kept(result)` (NCCL refused and keeps
+ *  the communicator) both are put back; otherwise the children are settled, never looked up by
+ *  handle again. Returns NCCL's answer. */
+template <class Destroy, class Kept>
+ncclResult_t destroyWithHandleAside(ncclComm_t comm, const HeldComm& held, Destroy destroy, Kept kept) {
+  markHandleFreeing(held, true);
+  DetachedChildren detached = detachPendingChildren(comm);
+  const ncclResult_t result = destroy(comm);
+  if (kept(result)) {
+    markHandleFreeing(held, false);
+    reattachPendingChildren(comm, std::move(detached));
+  } else {
+    settleDetachedChildren(std::move(detached));
+  }
+  return result;
+}
+
 /** After NCCL freed comm's handle: takes out what `held` holds where no communicator created
  *  meanwhile at that address replaced it, waits (bounded) for its set-up, releases its workspace.
  *  Never throws: NCCL has destroyed the communicator, and a program told otherwise might destroy
@@ -372,17 +390,10 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) try {
   // NCCL is asked first, and ours is released only if it agreed.
   ncclResult_t result = ncclSuccess;
   HeldComm held = holdComm(comm);
+  // Inside the wait, any error keeps the communicator: refused (see below), or an error the
+  // early return keeps.
   const auto destroyInWait = [&] {
-    markHandleFreeing(held, true);
-    DetachedChildren detached = detachPendingChildren(comm);
-    const ncclResult_t destroyed = real(comm);
-    if (destroyed != ncclSuccess) {  // refused (see below), or an error the early return keeps
-      markHandleFreeing(held, false);
-      reattachPendingChildren(comm, std::move(detached));
-    } else {
-      settleDetachedChildren(std::move(detached));
-    }
-    return destroyed;
+    return destroyWithHandleAside(comm, held, real, [](ncclResult_t r) { return r != ncclSuccess; });
   };
   const bool answered =
       waitForDeferredSetup(comm, destroyInWait, &result, /*destroysComm=*/true) == PendingCall::kAnswered;
@@ -398,19 +409,14 @@ NCCL_LAMPORT_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) try {
   // A CTA-cap note still under the handle (tuner activation binds at the first call) goes while
   // the handle is its own: a newcomer at that address notes its own.
   const int ctaCapNote = takeCtaCap(comm);
-  markHandleFreeing(held, true);
-  DetachedChildren detached = detachPendingChildren(comm);
-  result = real(comm);
   // ncclInvalidArgument is NCCL's refusal (ncclCommEnsureReady): it keeps the communicator, and
   // with it our entry and its pending split children. After any other answer the handle may be
-  // freed: what was held or watched under it is settled, never looked up by handle again.
+  // freed: what was held or watched under it is settled.
+  result = destroyWithHandleAside(comm, held, real, [](ncclResult_t r) { return r == ncclInvalidArgument; });
   if (result == ncclInvalidArgument) {
-    markHandleFreeing(held, false);
-    reattachPendingChildren(comm, std::move(detached));
     if (ctaCapNote > 0) noteCtaCap(comm, ctaCapNote);
     return result;
   }
-  settleDetachedChildren(std::move(detached));
   releaseHeldComm(comm, std::move(held), /*aborting=*/false);
   return result;
 } catch (...) {
