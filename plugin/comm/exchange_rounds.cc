@@ -37,12 +37,15 @@ bool stopped(const SetupOptions& options, const SetupState& s) {
 }
 
 /** The grouped all-gather itself: under the control's mutex, skipped once cancelled. Returns the
- *  group's result; (*perComm)[i] is NCCL's answer for states[i]'s all-gather (not ncclSuccess:
- *  NCCL refused it, and it is not part of the group). */
+ *  group's result; each state's gatherResult is NCCL's answer for its all-gather (not
+ *  ncclSuccess: NCCL refused it, and it is not part of the group).
+ *  Nothing is allocated before the group has ended: a throw (host memory) there would skip this
+ *  round on this rank alone, or leave its group open, while the peers wait in it, in round 2 for
+ *  ever (the set-up thread's sweeps, tests/shim/lifecycle_fault_scenarios.c, caught a vector of
+ *  these answers failing between the rounds). */
 ncclResult_t issueAllGather(std::vector<std::unique_ptr<SetupState>>& states, size_t bytes,
-                            const SetupOptions& options, ExchangeRound round, RoundDevice& device,
-                            std::vector<ncclResult_t>* perComm) {
-  perComm->assign(states.size(), ncclSuccess);
+                            const SetupOptions& options, ExchangeRound round, RoundDevice& device) {
+  for (auto& s : states) s->gatherResult = ncclSuccess;
   std::unique_lock<std::mutex> lock;
   if (options.control != nullptr) {
     lock = std::unique_lock<std::mutex>(options.control->ncclMutex);
@@ -51,18 +54,21 @@ ncclResult_t issueAllGather(std::vector<std::unique_ptr<SetupState>>& states, si
   // A rank whose buffers could not even be allocated still has to take part, or its peers hang;
   // NCCL itself is then unusable on this device, so the all-gather fails on every rank anyway.
   ncclResult_t result = REAL_NCCL(ncclGroupStart)();
-  std::vector<ncclComm_t> comms;
-  for (size_t i = 0; i < states.size(); ++i) {
-    SetupState& s = *states[i];
-    if (!takesPart(device, s) || stopped(options, s)) continue;
-    cudaSetDevice(s.lc->cudaDev);
-    (*perComm)[i] = REAL_NCCL(ncclAllGather)(s.sendDev, s.recvDev, bytes, ncclUint8, s.comm, s.stream);
-    if ((*perComm)[i] == ncclSuccess) comms.push_back(s.comm);
+  for (auto& s : states) {
+    if (!takesPart(device, *s) || stopped(options, *s)) continue;
+    cudaSetDevice(s->lc->cudaDev);
+    s->gatherResult = REAL_NCCL(ncclAllGather)(s->sendDev, s->recvDev, bytes, ncclUint8, s->comm, s->stream);
   }
   ncclResult_t endResult = REAL_NCCL(ncclGroupEnd)();
   if (lock.owns_lock()) lock.unlock();
   // Non-blocking communicators may still be enqueueing: the stream is not ready to wait on yet.
-  if (endResult == ncclInProgress && options.nonBlocking) endResult = waitUntilEnqueued(comms, options.control, round);
+  if (endResult == ncclInProgress && options.nonBlocking) {
+    std::vector<ncclComm_t> comms;  // those NCCL took into the group
+    for (auto& s : states) {
+      if (takesPart(device, *s) && !stopped(options, *s) && s->gatherResult == ncclSuccess) comms.push_back(s->comm);
+    }
+    endResult = waitUntilEnqueued(comms, options.control, round);
+  }
   return result == ncclSuccess ? endResult : result;
 }
 
@@ -83,11 +89,9 @@ void exchangeRound(std::vector<std::unique_ptr<SetupState>>& states, size_t byte
     guardedStep(*s, "workspace exchange", [&] { fill(*s, host.data()); });
     device.upload(*s, host.data(), bytes);
   }
-  std::vector<ncclResult_t> perComm;
-  const ncclResult_t groupResult = issueAllGather(states, bytes, options, round, device, &perComm);
-  for (size_t i = 0; i < states.size(); ++i) {
-    auto& s = states[i];
-    const ncclResult_t result = groupResult != ncclSuccess ? groupResult : perComm[i];
+  const ncclResult_t groupResult = issueAllGather(states, bytes, options, round, device);
+  for (auto& s : states) {
+    const ncclResult_t result = groupResult != ncclSuccess ? groupResult : s->gatherResult;
     if (stopped(options, *s)) {  // not published either; whether it was in this round or not
       s->proceed = false;
       continue;

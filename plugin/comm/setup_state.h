@@ -71,6 +71,9 @@ struct SetupState {
   // on the same stream and communicator, and round 2 has no deadline. The communicator is
   // reported failed (LamportComm::setupFailed), so the program aborts it.
   bool roundOneIncomplete = false;
+  // NCCL's answer to this state's all-gather in the current round (exchange_rounds.cc): kept
+  // here, so that issuing a round allocates nothing.
+  ncclResult_t gatherResult = ncclSuccess;
   std::thread serverThread;
   bool served = true;    // every peer in another process fetched our descriptor
 

@@ -9,11 +9,20 @@
 namespace {
 
 thread_local int tCountdown = 0;  // > 0: allocations left until the one that throws
+thread_local bool tAllocated = false;  // this thread has made a C++ allocation (TLS: zero at start)
 std::atomic<int> gFired{0};
 std::atomic<int> gOurNewRan{0};
+std::atomic<int> gNextThreadArm{0};   // > 0: the countdown the next thread to allocate takes
+std::atomic<int> gThreadsStarted{0};  // first allocations of threads since allocFaultArmNextThread
 
 void* allocate(std::size_t size) {
   gOurNewRan.store(1, std::memory_order_relaxed);
+  if (!tAllocated) {  // this thread's first allocation: it may take the next-thread arm
+    tAllocated = true;
+    gThreadsStarted.fetch_add(1);
+    const int n = gNextThreadArm.exchange(0);
+    if (n > 0) tCountdown = n;
+  }
   if (tCountdown > 0 && --tCountdown == 0) {
     gFired.store(1);
     throw std::bad_alloc();
@@ -28,6 +37,15 @@ extern "C" void allocFaultArm(int n) {
   gFired.store(0);
   tCountdown = n > 0 ? n : 0;
 }
+
+extern "C" void allocFaultArmNextThread(int n) {
+  gNextThreadArm.store(0);
+  gFired.store(0);
+  gThreadsStarted.store(0);
+  gNextThreadArm.store(n > 0 ? n : 0);
+}
+
+extern "C" int allocFaultThreadsStarted(void) { return gThreadsStarted.load(); }
 
 extern "C" int allocFaultFired(void) { return gFired.load(); }
 

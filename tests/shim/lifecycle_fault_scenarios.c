@@ -1,7 +1,8 @@
 /* Host memory running out inside libnccl-lamport.so, around NCCL's answer to a split or a poll
  * (LD_PRELOAD, the stand-in NCCL of tests/shim/lifecycle_fake_nccl.c). Each scenario is a sweep:
- * the k-th C++ allocation of the calling thread after a chosen point throws std::bad_alloc, for
- * k = 1, 2, ... until k is past the last allocation of the path (tests/shim/alloc_faults.h).
+ * the k-th C++ allocation of the calling thread after a chosen point, or of the set-up thread of
+ * a non-blocking batch (alloc-fails-in-setup-thread-*), throws std::bad_alloc, for k = 1, 2, ...
+ * until k is past the last allocation of the path (tests/shim/alloc_faults.h).
  * For every k: NCCL's answer reaches the program unchanged, the program never polls for ever, and
  * a split child whose set-up could not start then is set up at a later poll, not lost.
  * Exit status 77 (SKIPPED) where the allocator cannot be replaced (a sanitizer's build). */
@@ -261,6 +262,110 @@ static int groupedInitStep(int k) {
   return fired;
 }
 
+/* The set-up thread's sweeps: the k-th C++ allocation of the next thread to start allocating (the
+ * helper thread that sets up a non-blocking batch, plugin/comm/deferred_setup.cc) fails. For
+ * every k: the program's poll ends (ready within pollReady's 10 s, never in progress for ever),
+ * the set-up took part in both of its exchange rounds or in none (a rank that stops between them
+ * leaves its peers in round 2, which has no deadline, for ever; one that never began is a peer
+ * gone, which their round 1 gives up on after NCCL_LAMPORT_TIMEOUT_MS), every communicator has
+ * an entry, its allreduce is answered where the entry routes it, and its destroy leaves nothing. */
+enum { kExchangeRounds = 2 };
+static int gStepsWithoutRounds; /* steps whose set-up failed before its first round */
+
+/* An allreduce answered, and routed as the plugin says it routes it: NCCL gets it exactly where
+ * the path is NCCL's, and the communicator's counters agree. */
+static void allReduceAsRouted(int k, ncclComm_t comm) {
+  ncclResult_t (*pathOf)(ncclComm_t, size_t, ncclDataType_t, ncclRedOp_t, ncclLamportPath_t*) =
+      (ncclResult_t(*)(ncclComm_t, size_t, ncclDataType_t, ncclRedOp_t, ncclLamportPath_t*))dlsym(
+          RTLD_DEFAULT, "ncclLamportGetAllReducePath");
+  ncclLamportPath_t path = ncclLamportPathNccl;
+  CHECK(pathOf != NULL && pathOf(comm, 1, ncclFloat32, ncclSum, &path) == ncclSuccess, "allocation %d: no path", k);
+  const ncclLamportCommInfo_t before = infoOf(comm);
+  const int ncclBefore = atomic_load(&fakeCounters.allReduceCalls);
+  float x = 1.0f;
+  CHECK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess, "allocation %d: allreduce failed", k);
+  const ncclLamportCommInfo_t after = infoOf(comm);
+  const int toNccl = atomic_load(&fakeCounters.allReduceCalls) - ncclBefore;
+  CHECK(before.eligible || path == ncclLamportPathNccl, "allocation %d: a communicator not eligible routes to path %d", k,
+        (int)path);
+  CHECK(toNccl == (path == ncclLamportPathNccl), "allocation %d: NCCL got %d call(s) of an allreduce on path %d", k,
+        toNccl, (int)path);
+  CHECK(after.ncclCalls - before.ncclCalls == (uint64_t)toNccl && after.lamportCalls - before.lamportCalls == (uint64_t)!toNccl,
+        "allocation %d: the entry counted %llu NCCL and %llu Lamport call(s), NCCL got %d", k,
+        (unsigned long long)(after.ncclCalls - before.ncclCalls),
+        (unsigned long long)(after.lamportCalls - before.lamportCalls), toNccl);
+}
+
+/* The end of a set-up-thread step for the n communicators of one batch (and the parent of a split
+ * child, destroyed last): returns whether the armed allocation was reached. */
+static int endSetUpThreadStep(int k, ncclComm_t* comms, int n, int roundsBefore, ncclComm_t parent) {
+  for (int i = 0; i < n; ++i) {
+    CHECK(pollReady(comms[i]) == ncclSuccess, "allocation %d of the set-up thread failing: communicator %d never ready",
+          k, i);
+  }
+  const int threads = allocFaultThreadsStarted();
+  CHECK(threads == 1, "allocation %d: %d thread(s) started allocating (the set-up thread alone, armed, expected)", k,
+        threads);
+  const int rounds = atomic_load(&fakeCounters.helperGroupEnds) - roundsBefore;
+  CHECK(rounds == 0 || rounds == kExchangeRounds,
+        "allocation %d of the set-up thread failing: it took part in %d exchange round(s) of %d (its peers wait in the "
+        "next for ever)", k, rounds, kExchangeRounds);
+  if (rounds == 0) ++gStepsWithoutRounds;
+  for (int i = 0; i < n; ++i) {
+    CHECK(infoOf(comms[i]).known == 1, "allocation %d of the set-up thread failing: communicator %d has no entry", k, i);
+    allReduceAsRouted(k, comms[i]);
+  }
+  for (int i = 0; i < n; ++i) {
+    CHECK(ncclCommDestroy(comms[i]) == ncclSuccess, "allocation %d: destroy of communicator %d failed", k, i);
+    CHECK(infoOf(comms[i]).known == 0, "allocation %d: communicator %d's entry outlived its destroy", k, i);
+  }
+  CHECK(ncclCommDestroy(parent) == ncclSuccess, "allocation %d: destroy of the parent failed", k);
+  const int fired = allocFaultFired(); /* the set-up has ended: the destroys joined it */
+  allocFaultArmNextThread(0);
+  return fired;
+}
+
+/* (a) A non-blocking init: its set-up thread starts in the init's wrapper. */
+static int setUpThreadOfInitStep(int k) {
+  const int roundsBefore = atomic_load(&fakeCounters.helperGroupEnds);
+  allocFaultArmNextThread(k);
+  ncclComm_t comm = initNonBlocking();
+  return endSetUpThreadStep(k, &comm, 1, roundsBefore, NULL);
+}
+
+/* (b) A non-blocking split's child, written late and collected by the parent's poll, which starts
+ * its set-up thread. */
+static int setUpThreadOfChildStep(int k) {
+  ncclComm_t parent = readyParent();
+  CHECK(ncclCommSplit(parent, 0, 0, &gSlots[k], NULL) == ncclSuccess, "split failed");
+  ncclComm_t child = waitForChild(&gSlots[k]);
+  CHECK(child != NULL, "the stand-in never wrote the child");
+  if (child == NULL) return 0;
+  const int roundsBefore = atomic_load(&fakeCounters.helperGroupEnds);
+  allocFaultArmNextThread(k);
+  ncclResult_t state = ncclInternalError;
+  CHECK(ncclCommGetAsyncError(parent, &state) == ncclSuccess && state == ncclSuccess,
+        "allocation %d: the parent's poll got state %d", k, state);
+  CHECK(infoOf(child).known == 1, "allocation %d: the parent's poll did not collect the child", k);
+  return endSetUpThreadStep(k, &child, 1, roundsBefore, parent);
+}
+
+/* (c) Two non-blocking inits in one group: one set-up thread for both, started at the group's end. */
+static int setUpThreadOfGroupStep(int k) {
+  const int roundsBefore = atomic_load(&fakeCounters.helperGroupEnds);
+  allocFaultArmNextThread(k);
+  ncclComm_t comms[2];
+  CHECK(ncclGroupStart() == ncclSuccess, "group start failed");
+  for (int i = 0; i < 2; ++i) {
+    ncclResult_t result;
+    comms[i] = initWithBlocking(0, &result);
+    CHECK(result == ncclInProgress, "grouped non-blocking init returned %d", result);
+  }
+  const ncclResult_t ended = ncclGroupEnd();
+  CHECK(ended == ncclSuccess || ended == ncclInProgress, "the group end of two non-blocking inits returned %d", ended);
+  return endSetUpThreadStep(k, comms, 2, roundsBefore, NULL);
+}
+
 static void allocFailsAfterParentPoll(void) { sweep(parentPollStep, "NCCL's answer to the parent's poll"); }
 static void allocFailsInChildPoll(void) { sweep(childPollStep, "the start of the child's first poll"); }
 static void allocFailsAfterSplit(void) { sweep(splitStep, "NCCL's answer to the split"); }
@@ -285,6 +390,19 @@ static void allocFailsAfterGroupedSplit(void) {
 static void allocFailsAfterBlockingInit(void) { sweep(blockingInitStep, "NCCL's answer to a blocking init"); }
 static void allocFailsAfterNonBlockingInit(void) { sweep(nonBlockingInitStep, "NCCL's answer to a non-blocking init"); }
 static void allocFailsAfterGroupedInit(void) { sweep(groupedInitStep, "NCCL's answer to the group end of an init"); }
+static void sweepSetUpThread(int (*step)(int k), const char* where) {
+  sweep(step, where);
+  printf("%d of them before the set-up's first exchange round\n", gStepsWithoutRounds);
+}
+static void allocFailsInSetUpThreadOfInit(void) {
+  sweepSetUpThread(setUpThreadOfInitStep, "the start of a non-blocking init's set-up thread");
+}
+static void allocFailsInSetUpThreadOfChild(void) {
+  sweepSetUpThread(setUpThreadOfChildStep, "the start of the set-up thread of a split child collected at its parent's poll");
+}
+static void allocFailsInSetUpThreadOfGroup(void) {
+  sweepSetUpThread(setUpThreadOfGroupStep, "the start of the set-up thread of a group of two non-blocking inits");
+}
 
 int main(int argc, char** argv) {
   gMainThread = pthread_self();
@@ -307,6 +425,9 @@ int main(int argc, char** argv) {
       {"alloc-fails-after-blocking-init", allocFailsAfterBlockingInit},
       {"alloc-fails-after-nonblocking-init", allocFailsAfterNonBlockingInit},
       {"alloc-fails-after-grouped-init", allocFailsAfterGroupedInit},
+      {"alloc-fails-in-setup-thread-of-nonblocking-init", allocFailsInSetUpThreadOfInit},
+      {"alloc-fails-in-setup-thread-of-split-child", allocFailsInSetUpThreadOfChild},
+      {"alloc-fails-in-setup-thread-of-grouped-init", allocFailsInSetUpThreadOfGroup},
   };
   return runLifecycleScenario(argc, argv, scenarios, sizeof(scenarios) / sizeof(scenarios[0]));
 }

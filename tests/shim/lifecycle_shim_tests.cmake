@@ -147,7 +147,9 @@ foreach(_case alloc-fails-after-parent-poll alloc-fails-in-child-poll alloc-fail
               alloc-fails-after-parent-poll-then-parent-abort alloc-fails-in-child-poll-then-parent-abort
               alloc-fails-at-split-entry alloc-fails-at-pending-allreduce-entry alloc-fails-after-initall
               alloc-fails-after-grouped-split alloc-fails-in-refused-destroy-of-child
-              alloc-fails-after-blocking-init alloc-fails-after-nonblocking-init alloc-fails-after-grouped-init)
+              alloc-fails-after-blocking-init alloc-fails-after-nonblocking-init alloc-fails-after-grouped-init
+              alloc-fails-in-setup-thread-of-nonblocking-init alloc-fails-in-setup-thread-of-split-child
+              alloc-fails-in-setup-thread-of-grouped-init)
   add_test(NAME shim_lifecycle.${_case} COMMAND shim_lifecycle_faults ${_case})
   set_tests_properties(shim_lifecycle.${_case} PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77
     ENVIRONMENT "${_preload};FAKE_SPLIT_WRITES_CHILD_MS=5")
