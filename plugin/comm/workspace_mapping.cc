@@ -1,17 +1,17 @@
 #include "plugin/comm/workspace_mapping.h"
 
 #include <cuda_runtime_api.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <random>
-#include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "kernels/lamport_allreduce.h"
@@ -26,7 +26,7 @@ namespace nccl_lamport {
 
 namespace {
 
-uint64_t fnv1a(const std::string& text, uint64_t hash = 1469598103934665603ull) {
+uint64_t fnv1a(std::string_view text, uint64_t hash = 1469598103934665603ull) {
   for (unsigned char c : text) {
     hash ^= c;
     hash *= 1099511628211ull;
@@ -39,10 +39,20 @@ uint64_t hostHash() {
   static const uint64_t hash = [] {
     char name[256] = {0};
     gethostname(name, sizeof(name) - 1);
-    std::ifstream bootId("/proc/sys/kernel/random/boot_id");
-    std::stringstream boot;
-    boot << bootId.rdbuf();
-    return fnv1a(boot.str(), fnv1a(name));
+    // Read without allocating: a stream whose buffer could not be allocated would swallow the
+    // bad_alloc and cache a hash without the boot id for the whole process (every later
+    // communicator would then look as if it spanned several hosts).
+    char boot[128] = {0};
+    const int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    size_t length = 0;
+    if (fd >= 0) {
+      ssize_t got = 0;
+      while (length < sizeof(boot) - 1 && (got = read(fd, boot + length, sizeof(boot) - 1 - length)) > 0) {
+        length += static_cast<size_t>(got);
+      }
+      close(fd);
+    }
+    return fnv1a(std::string_view(boot, length), fnv1a(name));
   }();
   return hash;
 }
