@@ -39,13 +39,16 @@ bool stopped(const SetupOptions& options, const SetupState& s) {
 /** The grouped all-gather itself: under the control's mutex, skipped once cancelled. Returns the
  *  group's result; each state's gatherResult is NCCL's answer for its all-gather (not
  *  ncclSuccess: NCCL refused it, and it is not part of the group).
- *  Nothing is allocated before the group has ended: a throw (host memory) there would skip this
- *  round on this rank alone, or leave its group open, while the peers wait in it, in round 2 for
- *  ever (the set-up thread's sweeps, tests/shim/lifecycle_fault_scenarios.c, caught a vector of
- *  these answers failing between the rounds). */
+ *  Allocates nothing: a throw (host memory) would skip this round on this rank alone, or leave
+ *  its group open, while the peers wait in it, in round 2 for ever (the set-up thread's sweeps,
+ *  tests/shim/lifecycle_fault_scenarios.c and tests/unit/test_setup_round_faults.cc, caught a
+ *  vector of these answers and the wait's list of communicators failing between the rounds). */
 ncclResult_t issueAllGather(std::vector<std::unique_ptr<SetupState>>& states, size_t bytes,
                             const SetupOptions& options, ExchangeRound round, RoundDevice& device) {
-  for (auto& s : states) s->gatherResult = ncclSuccess;
+  for (auto& s : states) {
+    s->gatherResult = ncclSuccess;
+    s->gathered = false;
+  }
   std::unique_lock<std::mutex> lock;
   if (options.control != nullptr) {
     lock = std::unique_lock<std::mutex>(options.control->ncclMutex);
@@ -58,18 +61,36 @@ ncclResult_t issueAllGather(std::vector<std::unique_ptr<SetupState>>& states, si
     if (!takesPart(device, *s) || stopped(options, *s)) continue;
     cudaSetDevice(s->lc->cudaDev);
     s->gatherResult = REAL_NCCL(ncclAllGather)(s->sendDev, s->recvDev, bytes, ncclUint8, s->comm, s->stream);
+    s->gathered = s->gatherResult == ncclSuccess;
   }
   ncclResult_t endResult = REAL_NCCL(ncclGroupEnd)();
   if (lock.owns_lock()) lock.unlock();
   // Non-blocking communicators may still be enqueueing: the stream is not ready to wait on yet.
   if (endResult == ncclInProgress && options.nonBlocking) {
-    std::vector<ncclComm_t> comms;  // those NCCL took into the group
-    for (auto& s : states) {
-      if (takesPart(device, *s) && !stopped(options, *s) && s->gatherResult == ncclSuccess) comms.push_back(s->comm);
-    }
-    endResult = waitUntilEnqueued(comms, options.control, round);
+    endResult = waitUntilEnqueued(
+        states.size(), [&states](size_t i) { return states[i]->gathered ? states[i]->comm : nullptr; },
+        options.control, round);
   }
   return result == ncclSuccess ? endResult : result;
+}
+
+/** s's part of a round did not complete: NCCL refused its all-gather (ncclFailure, its text) or
+ *  the wait or read-back failed (err). s stops here whatever happens to the reason's text (host
+ *  memory): after round 1 it takes no part in round 2 either (SetupState::roundOneIncomplete). */
+void noteRoundFailure(SetupState& s, ExchangeRound round, const char* ncclFailure, cudaError_t err) noexcept {
+  s.proceed = false;
+  if (round == ExchangeRound::kFirst) s.roundOneIncomplete = true;
+  try {
+    const std::string failure = ncclFailure != nullptr        ? std::string("NCCL: ") + ncclFailure
+                                : err == cudaErrorNotReady ? std::string("no answer within NCCL_LAMPORT_TIMEOUT_MS")
+                                                           : std::string(cudaGetErrorString(err));
+    if (round == ExchangeRound::kFirst) {
+      s.why = "the workspace exchange did not complete on this rank (" + failure + "): a peer is gone or stuck";
+    } else if (s.why.empty()) {
+      s.why = "workspace exchange failed: " + failure;
+    }
+  } catch (...) {  // no memory for the text: the state has stopped all the same
+  }
 }
 
 }  // namespace
@@ -85,9 +106,16 @@ void exchangeRound(std::vector<std::unique_ptr<SetupState>>& states, size_t byte
   for (auto& s : states) {
     if (!takesPart(device, *s) || stopped(options, *s)) continue;
     cudaSetDevice(s->lc->cudaDev);
-    std::vector<char> host(bytes, 0);
-    guardedStep(*s, "workspace exchange", [&] { fill(*s, host.data()); });
-    device.upload(*s, host.data(), bytes);
+    if (round == ExchangeRound::kFirst) {
+      // Failing here (host memory) says "not capable" in this round, and "not ok" in the next.
+      guardedStep(*s, "workspace exchange", [&] {
+        s->roundIn.assign(kExchangeBlockMaxBytes * static_cast<size_t>(s->lc->nRanks), 0);
+      });
+    }
+    // On the stack: a rank must take part in the round even where fill fails (zeros: "no").
+    alignas(16) char out[kExchangeBlockMaxBytes] = {};
+    guardedStep(*s, "workspace exchange", [&] { fill(*s, out); });
+    device.upload(*s, out, bytes);
   }
   const ncclResult_t groupResult = issueAllGather(states, bytes, options, round, device);
   for (auto& s : states) {
@@ -102,34 +130,29 @@ void exchangeRound(std::vector<std::unique_ptr<SetupState>>& states, size_t byte
     }
     if (s->roundOneIncomplete) continue;  // round 2: left out (why says so)
     cudaSetDevice(s->lc->cudaDev);
-    std::vector<char> host(bytes * s->lc->nRanks, 0);
-    std::string failure;
+    const char* ncclFailure = nullptr;
+    cudaError_t err = cudaSuccess;
     if (result != ncclSuccess) {
       // Not waited for: an all-gather NCCL did not enqueue (or a gone peer keeps enqueueing)
       // would only take the round's whole bound a second time.
-      failure = std::string("NCCL: ") + ncclErrorText(result);
+      ncclFailure = ncclErrorText(result);
     } else {
       // The wait first, with the round's bound: read back into pageable memory, the copy would
       // wait for the all-gather itself, for as long as a gone peer keeps it from finishing.
-      cudaError_t err = device.waitIdle(*s, options.control, round);
-      if (err == cudaSuccess) err = device.download(*s, host.data(), host.size());
-      if (err == cudaErrorNotReady) {
-        failure = "no answer within NCCL_LAMPORT_TIMEOUT_MS";
-      } else if (err != cudaSuccess) {
-        failure = cudaGetErrorString(err);
+      err = device.waitIdle(*s, options.control, round);
+      // No read-back buffer: its allocation failed in round 1, which this rank's blocks said.
+      const size_t allBytes = bytes * static_cast<size_t>(s->lc->nRanks);
+      if (err == cudaSuccess && s->roundIn.size() < allBytes) {
+        s->proceed = false;
+        continue;
       }
+      if (err == cudaSuccess) err = device.download(*s, s->roundIn.data(), allBytes);
     }
-    if (!failure.empty()) {
-      s->proceed = false;
-      if (round == ExchangeRound::kFirst) {
-        s->roundOneIncomplete = true;
-        s->why = "the workspace exchange did not complete on this rank (" + failure + "): a peer is gone or stuck";
-      } else if (s->why.empty()) {
-        s->why = "workspace exchange failed: " + failure;
-      }
+    if (ncclFailure != nullptr || err != cudaSuccess) {
+      noteRoundFailure(*s, round, ncclFailure, err);
       continue;
     }
-    guardedStep(*s, "workspace exchange", [&] { take(*s, host.data()); });
+    guardedStep(*s, "workspace exchange", [&] { take(*s, s->roundIn.data()); });
   }
 }
 

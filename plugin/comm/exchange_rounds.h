@@ -46,7 +46,10 @@ using RoundTake = std::function<void(SetupState& s, const char* in)>;
 
 /**
  * Runs one round over every state that has buffers, all communicators in one grouped all-gather
- * of `bytes` per rank. A throw from fill or take ends that state's part (guardedStep).
+ * of `bytes` per rank (at most kExchangeBlockMaxBytes). A throw from fill or take ends that
+ * state's part (guardedStep); so does a failure of round 1's read-back allocation, the round's
+ * only one, made before its all-gather: between the rounds nothing is allocated that could keep
+ * a rank out of round 2.
  * A state whose round did not complete gets proceed = false and its reason in why; after round 1
  * also roundOneIncomplete, which leaves it out of round 2 (SetupState).
  * The device side is options.device, or cudaRoundDevice() when that is null.

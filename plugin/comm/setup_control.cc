@@ -39,13 +39,14 @@ Deadline deadlineFor(ExchangeRound round) {
 
 bool past(const Deadline& deadline) { return deadline && std::chrono::steady_clock::now() > *deadline; }
 
-/** Polls the real ncclCommGetAsyncError of every comm until `ready(state)` holds for all of them.
- *  Returns ncclSuccess, the first state that is neither ready nor in progress, ncclInvalidUsage
- *  once cancelled, or ncclRemoteError once `deadline` has passed. */
+/** Polls the real ncclCommGetAsyncError of commAt(i) for i < count (null: skipped) until
+ *  `ready(state)` holds for all of them. Returns ncclSuccess, the first state that is neither ready
+ *  nor in progress, ncclInvalidUsage once cancelled, or ncclRemoteError once `deadline` has passed.
+ *  Allocates nothing (it runs between the exchange rounds: exchange_rounds.cc): a communicator
+ *  found ready is asked again at the next pass, which NCCL answers at once. */
 template <typename Ready>
-ncclResult_t pollComms(const std::vector<ncclComm_t>& comms, SetupControl* control, Ready ready,
-                       const Deadline& deadline) {
-  std::vector<bool> settled(comms.size(), false);
+ncclResult_t pollComms(size_t count, absl::FunctionRef<ncclComm_t(size_t)> commAt, SetupControl* control,
+                       Ready ready, const Deadline& deadline) {
   Backoff backoff;
   for (;;) {
     size_t remaining = 0;
@@ -55,19 +56,16 @@ ncclResult_t pollComms(const std::vector<ncclComm_t>& comms, SetupControl* contr
         lock = std::unique_lock<std::mutex>(control->ncclMutex);
         if (control->cancelled.load()) return ncclInvalidUsage;
       }
-      for (size_t i = 0; i < comms.size(); ++i) {
+      for (size_t i = 0; i < count; ++i) {
+        const ncclComm_t comm = commAt(i);
         // A communicator stopped meanwhile (aborted, revoked) is NCCL's alone from now on.
-        if (settled[i] || (control != nullptr && control->stopped(comms[i]))) continue;
+        if (comm == nullptr || (control != nullptr && control->stopped(comm))) continue;
         ncclResult_t state = ncclInProgress;
-        ncclResult_t result = REAL_NCCL(ncclCommGetAsyncError)(comms[i], &state);
+        ncclResult_t result = REAL_NCCL(ncclCommGetAsyncError)(comm, &state);
         if (result != ncclSuccess) return result;
-        if (ready(state)) {
-          settled[i] = true;
-        } else if (state != ncclInProgress) {
-          return state;
-        } else {
-          ++remaining;
-        }
+        if (ready(state)) continue;
+        if (state != ncclInProgress) return state;
+        ++remaining;
       }
     }
     if (remaining == 0) return ncclSuccess;
@@ -78,9 +76,10 @@ ncclResult_t pollComms(const std::vector<ncclComm_t>& comms, SetupControl* contr
 
 }  // namespace
 
-ncclResult_t waitUntilEnqueued(const std::vector<ncclComm_t>& comms, SetupControl* control, ExchangeRound round) {
+ncclResult_t waitUntilEnqueued(size_t count, absl::FunctionRef<ncclComm_t(size_t i)> commAt, SetupControl* control,
+                               ExchangeRound round) {
   return pollComms(
-      comms, control, [](ncclResult_t state) { return state != ncclInProgress; }, deadlineFor(round));
+      count, commAt, control, [](ncclResult_t state) { return state != ncclInProgress; }, deadlineFor(round));
 }
 
 cudaError_t waitForQuery(const std::function<cudaError_t()>& query, SetupControl* control, ExchangeRound round,
@@ -105,7 +104,8 @@ cudaError_t waitStream(cudaStream_t stream, SetupControl* control, ExchangeRound
 
 ncclResult_t waitUntilNcclReady(const std::vector<ncclComm_t>& comms, SetupControl* control) {
   return pollComms(
-      comms, control, [](ncclResult_t state) { return state == ncclSuccess; }, std::nullopt);
+      comms.size(), [&comms](size_t i) { return comms[i]; }, control,
+      [](ncclResult_t state) { return state == ncclSuccess; }, std::nullopt);
 }
 
 }  // namespace nccl_lamport

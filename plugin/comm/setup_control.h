@@ -6,6 +6,8 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <absl/functional/function_ref.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
@@ -85,12 +87,14 @@ enum class ExchangeRound { kFirst, kSecond };
 
 /**
  * After a grouped call on non-blocking communicators returned ncclInProgress: polls the real
- * ncclCommGetAsyncError of each (but those stopped meanwhile) until none is in progress. Returns
+ * ncclCommGetAsyncError of each, commAt(i) for i < count (null, or stopped meanwhile: skipped),
+ * until none is in progress. Allocates nothing. Returns
  * the first error, ncclSuccess, ncclInvalidUsage if the whole set-up was cancelled meanwhile, or
  * ncclRemoteError once round 1's deadline has passed (a peer that died after init keeps NCCL's
  * enqueue waiting). `control` may be null (then round 2 waits without bound).
  */
-ncclResult_t waitUntilEnqueued(const std::vector<ncclComm_t>& comms, SetupControl* control, ExchangeRound round);
+ncclResult_t waitUntilEnqueued(size_t count, absl::FunctionRef<ncclComm_t(size_t i)> commAt, SetupControl* control,
+                               ExchangeRound round);
 
 /** Polls the real ncclCommGetAsyncError of each of comms until NCCL reports every one ready
  *  (ncclSuccess). No deadline: NCCL's own init is what is in progress, as it would be without

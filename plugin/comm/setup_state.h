@@ -50,6 +50,11 @@ struct OkRecord {
   uint32_t pad[3];
 };
 
+/** The larger of a rank's blocks in the two rounds (bytes): every round's host buffers are sized
+ *  for it before round 1, so that nothing is allocated between the rounds. */
+constexpr size_t kExchangeBlockMaxBytes =
+    sizeof(ExchangeRecord) > sizeof(OkRecord) ? sizeof(ExchangeRecord) : sizeof(OkRecord);
+
 /** Everything one communicator needs while it is being set up. */
 struct SetupState {
   ncclComm_t comm = nullptr;
@@ -74,6 +79,11 @@ struct SetupState {
   // NCCL's answer to this state's all-gather in the current round (exchange_rounds.cc): kept
   // here, so that issuing a round allocates nothing.
   ncclResult_t gatherResult = ncclSuccess;
+  bool gathered = false;  // NCCL took this state's all-gather into the current round's group
+  // Host memory every rank's block of a round is read back into (nRanks x kExchangeBlockMaxBytes),
+  // allocated at round 1's start: a rank that stopped between the rounds for want of it would
+  // leave its peers in round 2, which has no deadline, for ever.
+  std::vector<char> roundIn;
   std::thread serverThread;
   bool served = true;    // every peer in another process fetched our descriptor
 

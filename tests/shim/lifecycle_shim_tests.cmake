@@ -135,6 +135,15 @@ target_link_libraries(shim_setup_waits PRIVATE lamport_internal shim_lifecycle_f
                       GTest::gtest_main Threads::Threads)
 gtest_discover_tests(shim_setup_waits PROPERTIES LABELS cpu TIMEOUT 60 DISCOVERY_TIMEOUT 60)
 
+# The set-up's exchange rounds with every allocation of the set-up thread failing in turn
+# (tests/shim/alloc_faults.cc replaces operator new, so a binary of its own).
+add_executable(shim_setup_round_faults ${CMAKE_CURRENT_LIST_DIR}/../unit/test_setup_round_faults.cc
+                                       ${_shim}/alloc_faults.cc)
+target_include_directories(shim_setup_round_faults PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(shim_setup_round_faults PRIVATE lamport_internal shim_lifecycle_fake_nccl CUDA::cudart_static
+                      GTest::gtest_main Threads::Threads)
+gtest_discover_tests(shim_setup_round_faults PROPERTIES LABELS cpu TIMEOUT 120 DISCOVERY_TIMEOUT 60)
+
 # Host memory running out in our work around NCCL's answer: the program's own operator new
 # (tests/shim/alloc_faults.cc) fails each allocation of the path in turn. Skipped (77) where a
 # sanitizer's runtime owns operator new.

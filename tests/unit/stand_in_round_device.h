@@ -37,6 +37,9 @@ class StandInDevice : public nccl_lamport::RoundDevice {
   std::function<void(const char* step, int round, nccl_lamport::SetupState& s)> onStep;
   std::atomic<int> uploads[2] = {}, waits[2] = {}, downloads[2] = {}, downloadsBeforeDone[2] = {};
 
+  // The block's memory up front: the rounds themselves allocate nothing (test_setup_round_faults.cc).
+  StandInDevice() { block_.reserve(nccl_lamport::kExchangeBlockMaxBytes); }
+
   bool hasBuffers(const nccl_lamport::SetupState&) override { return true; }
   cudaError_t upload(nccl_lamport::SetupState& s, const void* host, size_t bytes) override {
     round_ = roundOf(bytes);

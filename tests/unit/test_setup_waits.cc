@@ -42,7 +42,7 @@ TEST(SetupWaits, RoundOneEnqueueGivesUpAfterTheTimeout) {
   auto control = std::make_shared<nccl_lamport::SetupControl>();
   const auto start = Clock::now();
   const auto result = within<ncclResult_t>(std::chrono::seconds(5), [comm, control] {
-    return nccl_lamport::waitUntilEnqueued({comm}, control.get(), nccl_lamport::ExchangeRound::kFirst);
+    return nccl_lamport::waitUntilEnqueued(1, [comm](size_t) { return comm; }, control.get(), nccl_lamport::ExchangeRound::kFirst);
   });
   ASSERT_TRUE(result.has_value()) << "round 1's enqueue wait did not end within 5 s (timeout " << kTimeoutMs << " ms)";
   EXPECT_EQ(*result, ncclRemoteError);
@@ -56,7 +56,7 @@ TEST(SetupWaits, RoundTwoEnqueueWaitsPastTheTimeout) {
   ASSERT_NE(comm, nullptr);
   auto control = std::make_shared<nccl_lamport::SetupControl>();
   const auto result = within<ncclResult_t>(std::chrono::seconds(10), [comm, control] {
-    return nccl_lamport::waitUntilEnqueued({comm}, control.get(), nccl_lamport::ExchangeRound::kSecond);
+    return nccl_lamport::waitUntilEnqueued(1, [comm](size_t) { return comm; }, control.get(), nccl_lamport::ExchangeRound::kSecond);
   });
   ASSERT_TRUE(result.has_value());
   EXPECT_EQ(*result, ncclSuccess);
@@ -96,7 +96,7 @@ TEST(SetupWaits, RoundTwoStopsWhenCancelled) {
     control->cancelled.store(true);
   });
   const auto enqueued = within<ncclResult_t>(std::chrono::seconds(5), [comm, control] {
-    return nccl_lamport::waitUntilEnqueued({comm}, control.get(), nccl_lamport::ExchangeRound::kSecond);
+    return nccl_lamport::waitUntilEnqueued(1, [comm](size_t) { return comm; }, control.get(), nccl_lamport::ExchangeRound::kSecond);
   });
   const auto streamDone = within<cudaError_t>(std::chrono::seconds(5), [control] {
     return nccl_lamport::waitForQuery([] { return cudaErrorNotReady; }, control.get(),
