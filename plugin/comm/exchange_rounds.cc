@@ -125,7 +125,10 @@ void exchangeRound(std::vector<std::unique_ptr<SetupState>>& states, size_t byte
       continue;
     }
     if (!device.hasBuffers(*s)) {
-      if (s->why.empty()) s->why = "no device buffers for the workspace exchange";
+      try {  // nothing may throw between the rounds: its siblings still take part in round 2
+        if (s->why.empty()) s->why = "no device buffers for the workspace exchange";
+      } catch (...) {
+      }
       continue;
     }
     if (s->roundOneIncomplete) continue;  // round 2: left out (why says so)

@@ -42,11 +42,12 @@ bool past(const Deadline& deadline) { return deadline && std::chrono::steady_clo
 /** Polls the real ncclCommGetAsyncError of commAt(i) for i < count (null: skipped) until
  *  `ready(state)` holds for all of them. Returns ncclSuccess, the first state that is neither ready
  *  nor in progress, ncclInvalidUsage once cancelled, or ncclRemoteError once `deadline` has passed.
- *  Allocates nothing (it runs between the exchange rounds: exchange_rounds.cc): a communicator
- *  found ready is asked again at the next pass, which NCCL answers at once. */
+ *  settled: count flags, all 0, where a communicator found ready is marked and not asked again (a
+ *  later error of it is its own round's to see); null: every pass asks all of them, and nothing is
+ *  allocated (waitUntilEnqueued runs between the exchange rounds: exchange_rounds.cc). */
 template <typename Ready>
 ncclResult_t pollComms(size_t count, absl::FunctionRef<ncclComm_t(size_t)> commAt, SetupControl* control,
-                       Ready ready, const Deadline& deadline) {
+                       Ready ready, const Deadline& deadline, char* settled = nullptr) {
   Backoff backoff;
   for (;;) {
     size_t remaining = 0;
@@ -59,11 +60,16 @@ ncclResult_t pollComms(size_t count, absl::FunctionRef<ncclComm_t(size_t)> commA
       for (size_t i = 0; i < count; ++i) {
         const ncclComm_t comm = commAt(i);
         // A communicator stopped meanwhile (aborted, revoked) is NCCL's alone from now on.
-        if (comm == nullptr || (control != nullptr && control->stopped(comm))) continue;
+        if (comm == nullptr || (settled != nullptr && settled[i]) || (control != nullptr && control->stopped(comm))) {
+          continue;
+        }
         ncclResult_t state = ncclInProgress;
         ncclResult_t result = REAL_NCCL(ncclCommGetAsyncError)(comm, &state);
         if (result != ncclSuccess) return result;
-        if (ready(state)) continue;
+        if (ready(state)) {
+          if (settled != nullptr) settled[i] = 1;
+          continue;
+        }
         if (state != ncclInProgress) return state;
         ++remaining;
       }
@@ -103,9 +109,12 @@ cudaError_t waitStream(cudaStream_t stream, SetupControl* control, ExchangeRound
 }
 
 ncclResult_t waitUntilNcclReady(const std::vector<ncclComm_t>& comms, SetupControl* control) {
+  // Before round 1, so the flags may be allocated: a communicator found ready keeps that answer,
+  // as NCCL's own readiness is what every rank waits for here.
+  std::vector<char> settled(comms.size(), 0);
   return pollComms(
       comms.size(), [&comms](size_t i) { return comms[i]; }, control,
-      [](ncclResult_t state) { return state == ncclSuccess; }, std::nullopt);
+      [](ncclResult_t state) { return state == ncclSuccess; }, std::nullopt, settled.data());
 }
 
 }  // namespace nccl_lamport

@@ -54,6 +54,8 @@ struct OkRecord {
  *  for it before round 1, so that nothing is allocated between the rounds. */
 constexpr size_t kExchangeBlockMaxBytes =
     sizeof(ExchangeRecord) > sizeof(OkRecord) ? sizeof(ExchangeRecord) : sizeof(OkRecord);
+// The device's exchange buffers are sized for an ExchangeRecord (workspace_mapping.cc).
+static_assert(sizeof(OkRecord) <= sizeof(ExchangeRecord), "round 2's block must fit round 1's buffers");
 
 /** Everything one communicator needs while it is being set up. */
 struct SetupState {

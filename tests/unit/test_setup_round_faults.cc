@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "plugin/comm/comm_registry.h"
 #include "plugin/comm/setup_control.h"
@@ -70,6 +71,56 @@ TEST(SetupRoundFaults, NoAllocationFailureStopsARankBetweenTheRounds) {
   EXPECT_LT(withoutRounds, k - 1) << "no failing allocation was reached once the rounds had begun";
   std::printf("each of the %d allocation(s) of the set-up failed in turn; %d of them before round 1\n", k - 1,
               withoutRounds);
+}
+
+/** The stand-in device, but `noBuffers` has no exchange buffers and no reason yet (both of its
+ *  texts failed for want of memory), so the rounds would be the first to write one. */
+class OneWithoutBuffers : public StandInDevice {
+ public:
+  ncclComm_t noBuffers = nullptr;
+  bool hasBuffers(const nccl_lamport::SetupState& s) override {
+    if (s.comm != noBuffers) return true;
+    std::string().swap(const_cast<nccl_lamport::SetupState&>(s).why);  // empty, without capacity
+    return false;
+  }
+};
+
+// Found by a review: a batch member without buffers got its reason written after round 1, and
+// that allocation failing took its sibling out of round 2.
+TEST(SetupRoundFaults, ASiblingWithoutBuffersCannotTakeTheOthersOutOfRoundTwo) {
+  if (!allocFaultsAvailable()) GTEST_SKIP() << "a sanitizer's runtime owns operator new: no failure can be injected";
+  ncclComm_t a = setup_test::fakeComm(0), b = setup_test::fakeComm(0);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  fakeCommBusyFor(a, 0);
+  fakeCommBusyFor(b, 0);
+  OneWithoutBuffers device;
+  device.noBuffers = a;
+  // From round 1's upload on, the set-up thread's next allocation fails.
+  device.onStep = [](const char* step, int round, nccl_lamport::SetupState&) {
+    if (round == 0 && std::string(step) == "upload") allocFaultArm(1);
+  };
+  auto control = std::make_shared<nccl_lamport::SetupControl>();
+  const auto fired = setup_test::within<bool>(std::chrono::seconds(5), [&] {
+    try {
+      nccl_lamport::SetupOptions options;
+      options.nonBlocking = true;
+      options.control = control.get();
+      options.device = &device;
+      nccl_lamport::setupWorkspaces({a, b}, options);
+    } catch (...) {
+    }
+    const bool reached = allocFaultFired() != 0;
+    allocFaultArm(0);
+    return reached;
+  });
+  ASSERT_TRUE(fired.has_value()) << "the set-up did not end within 5 s";
+  nccl_lamport::CommRegistry::instance().remove(a);
+  nccl_lamport::CommRegistry::instance().remove(b);
+  EXPECT_TRUE(*fired) << "no allocation was reached after round 1's upload: the test no longer covers the path";
+  EXPECT_EQ(device.uploads[0].load(), 1);
+  EXPECT_EQ(device.uploads[1].load(), device.uploads[0].load())
+      << "b took part in round 1 but not in round 2: its peers wait in round 2 for ever";
 }
 
 }  // namespace
