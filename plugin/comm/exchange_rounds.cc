@@ -125,10 +125,8 @@ void exchangeRound(std::vector<std::unique_ptr<SetupState>>& states, size_t byte
       continue;
     }
     if (!device.hasBuffers(*s)) {
-      try {  // nothing may throw between the rounds: its siblings still take part in round 2
-        if (s->why.empty()) s->why = "no device buffers for the workspace exchange";
-      } catch (...) {
-      }
+      // Never throws: its siblings still take part in round 2.
+      noteWhy(*s, [] { return std::string("no device buffers for the workspace exchange"); });
       continue;
     }
     if (s->roundOneIncomplete) continue;  // round 2: left out (why says so)

@@ -100,6 +100,17 @@ struct SetupState {
   }
 };
 
+/** Keeps text() as s's reason unless it has one already (the first failure wins). Never throws:
+ *  it runs where a throw would skip an exchange round; without memory for the text none is kept
+ *  (the caller's log line, or a later step's reason, says it). */
+template <typename Text>
+void noteWhy(SetupState& s, Text text) noexcept {
+  try {
+    if (s.why.empty()) s.why = text();
+  } catch (...) {
+  }
+}
+
 /**
  * Runs one local step of s's set-up. A throw (allocation, thread creation) must not skip the
  * exchange rounds that follow, or the peers wait for this rank forever: it ends this rank's part
@@ -114,10 +125,7 @@ void guardedStep(SetupState& s, const char* what, Step step) noexcept {
     s.proceed = false;
     s.localOk = false;
     s.mine.capable = 0;
-    try {
-      if (s.why.empty()) s.why = std::string(what) + " failed (exception)";
-    } catch (...) {  // no memory for the text either: the log line above says it
-    }
+    noteWhy(s, [what] { return std::string(what) + " failed (exception)"; });
   }
 }
 

@@ -212,12 +212,7 @@ std::unique_ptr<LamportComm> setupWorkspaceOverExchange(int nRanks, int cudaDev,
     int firstNo = -1;
     allOk = allOk && allRanksOk(reinterpret_cast<const char*>(all.data()), nRanks, &firstNo);
     s->localOk = allOk;
-    if (!allOk && s->why.empty()) {
-      try {
-        s->why = firstNo >= 0 ? peerNotOkReason(firstNo) : why;
-      } catch (...) {
-      }
-    }
+    if (!allOk) noteWhy(*s, [&] { return firstNo >= 0 ? peerNotOkReason(firstNo) : why; });
   }
   cudaSetDevice(cudaDev);
   settleVerdict(*s, s->proceed && s->localOk);

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "plugin/comm/comm_registry.h"
 #include "plugin/comm/setup_control.h"
@@ -25,9 +26,10 @@ using setup_test::StandInDevice;
 
 constexpr int kMaxSweep = 200;
 
-/** setupWorkspaces over the stand-in device on a thread of its own whose k-th C++ allocation
- *  throws; returns whether it got that far, with the rounds each state took part in. */
-bool setUpFailingAllocation(int k, ncclComm_t comm, StandInDevice& device) {
+/** setupWorkspaces(comms) over the stand-in device on a thread of its own whose k-th C++
+ *  allocation throws (k <= 0: none armed at the start; the device's onStep may arm one); returns
+ *  whether the armed allocation was reached, with the rounds each state took part in. */
+bool setUpFailingAllocation(int k, std::vector<ncclComm_t> comms, StandInDevice& device) {
   auto control = std::make_shared<nccl_lamport::SetupControl>();
   const auto fired = setup_test::within<bool>(std::chrono::seconds(5), [&] {
     allocFaultArm(k);
@@ -36,7 +38,7 @@ bool setUpFailingAllocation(int k, ncclComm_t comm, StandInDevice& device) {
       options.nonBlocking = true;
       options.control = control.get();
       options.device = &device;
-      nccl_lamport::setupWorkspaces({comm}, options);
+      nccl_lamport::setupWorkspaces(comms, options);
     } catch (...) {  // runBatch's catch (plugin/comm/deferred_setup.cc) takes this in the product
     }
     const bool reached = allocFaultFired() != 0;
@@ -44,7 +46,7 @@ bool setUpFailingAllocation(int k, ncclComm_t comm, StandInDevice& device) {
     return reached;
   });
   EXPECT_TRUE(fired.has_value()) << "allocation " << k << " failing: the set-up did not end within 5 s";
-  nccl_lamport::CommRegistry::instance().remove(comm);
+  for (ncclComm_t comm : comms) nccl_lamport::CommRegistry::instance().remove(comm);
   return fired.value_or(false);
 }
 
@@ -57,7 +59,7 @@ TEST(SetupRoundFaults, NoAllocationFailureStopsARankBetweenTheRounds) {
   int withoutRounds = 0;
   for (; k <= kMaxSweep; ++k) {
     StandInDevice device;
-    const bool reached = setUpFailingAllocation(k, comm, device);
+    const bool reached = setUpFailingAllocation(k, {comm}, device);
     const int first = device.uploads[0].load(), second = device.uploads[1].load();
     ASSERT_EQ(first, second) << "allocation " << k << " failing: the rank took part in round 1 " << first
                              << " time(s) and in round 2 " << second << " time(s); its peers wait in round 2 for ever";
@@ -100,24 +102,8 @@ TEST(SetupRoundFaults, ASiblingWithoutBuffersCannotTakeTheOthersOutOfRoundTwo) {
   device.onStep = [](const char* step, int round, nccl_lamport::SetupState&) {
     if (round == 0 && std::string(step) == "upload") allocFaultArm(1);
   };
-  auto control = std::make_shared<nccl_lamport::SetupControl>();
-  const auto fired = setup_test::within<bool>(std::chrono::seconds(5), [&] {
-    try {
-      nccl_lamport::SetupOptions options;
-      options.nonBlocking = true;
-      options.control = control.get();
-      options.device = &device;
-      nccl_lamport::setupWorkspaces({a, b}, options);
-    } catch (...) {
-    }
-    const bool reached = allocFaultFired() != 0;
-    allocFaultArm(0);
-    return reached;
-  });
-  ASSERT_TRUE(fired.has_value()) << "the set-up did not end within 5 s";
-  nccl_lamport::CommRegistry::instance().remove(a);
-  nccl_lamport::CommRegistry::instance().remove(b);
-  EXPECT_TRUE(*fired) << "no allocation was reached after round 1's upload: the test no longer covers the path";
+  const bool fired = setUpFailingAllocation(0, {a, b}, device);
+  EXPECT_TRUE(fired) << "no allocation was reached after round 1's upload: the test no longer covers the path";
   EXPECT_EQ(device.uploads[0].load(), 1);
   EXPECT_EQ(device.uploads[1].load(), device.uploads[0].load())
       << "b took part in round 1 but not in round 2: its peers wait in round 2 for ever";
